@@ -1,0 +1,26 @@
+namespace PlayHouse.Core.Pooling;
+
+/// <summary>Sizing and checking options of a <see cref="MessagePool"/>.</summary>
+public sealed record MessagePoolOptions
+{
+    /// <summary>Keep a ledger of outstanding buffers with owners; on in tests and simulation.</summary>
+    public bool CheckedMode { get; init; }
+
+    /// <summary>Ascending buffer sizes, one per class. Defaults to <see cref="SizeClasses.Default"/>.</summary>
+    public IReadOnlyList<int> SizeClassBytes { get; init; } = SizeClasses.Default;
+
+    /// <summary>Buffers kept per size class in each executor's (thread's) cache.</summary>
+    public int LocalCacheCapacityPerClass { get; init; } = 16;
+
+    /// <summary>Buffers kept per size class in the shared tier; returns beyond it are dropped to the GC.</summary>
+    public int GlobalCapacityPerClass { get; init; } = 256;
+
+    /// <summary>Buffers allocated per size class at construction, up to the global capacity.</summary>
+    public int PreWarmCountPerClass { get; init; }
+
+    /// <summary>Size classes at or below this many bytes are pre-warmed; larger ones start empty.</summary>
+    public int PreWarmMaxBytes { get; init; } = 64 * 1024;
+
+    /// <summary>The largest single rent accepted, pooled or not.</summary>
+    public int MaxRentBytes { get; init; } = 16 * 1024 * 1024;
+}
