@@ -1,0 +1,76 @@
+using PlayHouse.Core.Pooling;
+
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>The runtime side of an actor: its account, its session binding and its stage.</summary>
+/// <remarks>Not thread-safe; used from its stage's turns (the session binding is also read under the server's session lock).</remarks>
+internal sealed class ActorHost(StageHost stage, long instance) : IActorLink
+{
+    /// <summary>A server-unique number for this actor object, so checkers can tell a probe actor from the live one.</summary>
+    public long Instance { get; } = instance;
+
+    public IActor User { get; set; } = null!;
+
+    public long AccountId { get; set; }
+
+    public ClientSession? Session { get; set; }
+
+    public bool IsJoined { get; set; }
+
+    public StageHost Host => stage;
+
+    public long SessionId => Session?.SessionId ?? 0;
+
+    public bool IsConnected => Session is not null;
+
+    public IStageLink Stage => stage;
+
+    public void SendToClient(string msgId, Payload payload)
+    {
+        var owned = payload.Move("client-push");
+        var session = Session;
+        if (session is null)
+        {
+            stage.Counters.AddClientPushToDisconnected();
+            owned.Dispose();
+            return;
+        }
+
+        session.Send(msgId, 0, stage.StageId, ErrorCodes.Success, owned);
+    }
+
+    public void LeaveStage() => stage.Post(new StageMessage { Kind = StageWorkKind.Leave, Actor = this });
+
+    public override string ToString() => $"Actor(#{Instance}, account {AccountId}, stage {stage.StageId})";
+}
+
+/// <summary>One client session on a play server.</summary>
+internal sealed class ClientSession(PlayServer server, long sessionId, IClientConnection connection)
+{
+    public long SessionId { get; } = sessionId;
+
+    public IClientConnection Connection { get; } = connection;
+
+    public SessionState State { get; set; } = SessionState.New;
+
+    public ActorHost? Actor { get; set; }
+
+    public void Send(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
+    {
+        if (!Connection.TrySend(msgId, msgSeq, stageId, errorCode, payload))
+        {
+            server.Counters.AddClientSendRefused();
+        }
+    }
+}
+
+internal enum SessionState
+{
+    New,
+    Authenticating,
+    Authenticated,
+    Closed,
+}
+
+/// <summary>A registered stage type: how to make the stage and its actors.</summary>
+internal sealed record StageRegistration(string StageType, Func<IStageLink, IStage> StageFactory, Func<IActorLink, IActor> ActorFactory);

@@ -1,0 +1,100 @@
+using PlayHouse.Core.Pooling;
+
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>An API handler: stateless, keyed by msg id.</summary>
+public delegate ValueTask ApiHandler(IApiLink link, Packet packet);
+
+/// <summary>
+/// Stateless request handlers (<c>msgId -> handler</c>) that create stages and talk to them. Each message runs
+/// as its own work item on the executor; handlers may run concurrently in real mode.
+/// </summary>
+/// <remarks>Thread-safe.</remarks>
+public sealed class ApiServer : ServerNode, IApiLink
+{
+    private readonly Dictionary<string, ApiHandler> _handlers = new(StringComparer.Ordinal);
+
+    public ApiServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
+        : base(nodeId, seams, options)
+    {
+    }
+
+    /// <summary>Registers the handler of a msg id; register everything before messages arrive.</summary>
+    public ApiServer Handle(string msgId, ApiHandler handler)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(msgId);
+        ArgumentNullException.ThrowIfNull(handler);
+        if (!_handlers.TryAdd(msgId, handler))
+        {
+            throw new InvalidOperationException($"API msg id '{msgId}' already has a handler on {NodeId}.");
+        }
+
+        return this;
+    }
+
+    protected override void OnInboundMessage(in MeshMessage message)
+    {
+        var reply = OpenMeshToken(message, 0);
+        if (!_handlers.TryGetValue(message.MsgId, out var handler))
+        {
+            Counters.AddUnknownApiMessage();
+            Observer.OnDropped(NodeId, "unknown-api-msg", message.MsgId);
+            message.Payload.DisposeIfOwner();
+            TryReplyError(reply, ErrorCodes.HandlerNotFound, 0);
+            return;
+        }
+
+        Executor.Schedule(new ApiInvocation(this, handler, new Packet(message.MsgId, message.Payload, reply)));
+    }
+
+    // ---- IApiLink ----
+
+    public void Reply(in Packet request, ushort errorCode) => SendReply(request.ReplyToken, request.MsgId, Payload.Empty, errorCode, 0);
+
+    public void Reply(in Packet request, string msgId, Payload payload, ushort errorCode = ErrorCodes.Success) =>
+        SendReply(request.ReplyToken, msgId, payload.Move("reply"), errorCode, 0);
+
+    public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) => SendOneWay(nodeId, stageId, msgId, payload.Move("mesh"), 0);
+
+    public Task<Response> RequestToStage(string nodeId, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
+        RequestAsync(nodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.None, null);
+
+    public void RequestToStage(string nodeId, long stageId, string msgId, Payload payload, Action<Response> callback, TimeSpan? timeout = null) =>
+        RequestWithCallback(nodeId, stageId, msgId, payload.Move("mesh"), callback, timeout, null);
+
+    public void SendToApi(string nodeId, string msgId, Payload payload) => SendToStage(nodeId, 0, msgId, payload);
+
+    public Task<Response> RequestToApi(string nodeId, string msgId, Payload payload, TimeSpan? timeout = null) => RequestToStage(nodeId, 0, msgId, payload, timeout);
+
+    public void RequestToApi(string nodeId, string msgId, Payload payload, Action<Response> callback, TimeSpan? timeout = null) =>
+        RequestToStage(nodeId, 0, msgId, payload, callback, timeout);
+
+    public Task<Response> CreateStage(string playNodeId, string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
+        RequestAsync(playNodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.CreateStage, stageType);
+
+    public Task<Response> GetOrCreateStage(string playNodeId, string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
+        RequestAsync(playNodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.GetOrCreateStage, stageType);
+
+    /// <summary>One API message in flight: runs the handler, then releases the payload it lent.</summary>
+    private sealed class ApiInvocation(ApiServer server, ApiHandler handler, Packet packet) : IThreadPoolWorkItem
+    {
+        public void Execute() => _ = RunAsync();
+
+        private async Task RunAsync()
+        {
+            try
+            {
+                await handler(server, packet);
+            }
+            catch (Exception)
+            {
+                server.Counters.AddHandlerFailure();
+                server.TryReplyError(packet.ReplyToken, ErrorCodes.HandlerFailed, 0);
+            }
+            finally
+            {
+                packet.Payload.DisposeIfOwner();
+            }
+        }
+    }
+}

@@ -1,0 +1,539 @@
+using PlayHouse.Core.Pooling;
+
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>
+/// Hosts stages and client sessions. The dispatcher lives here: it routes client frames and mesh messages to
+/// stages by id, creates stages exactly once, and answers requests for unknown stages with
+/// <see cref="ErrorCodes.StageNotFound"/>.
+/// </summary>
+/// <remarks>Thread-safe: transports call in from any thread; stage work runs on the executor.</remarks>
+public sealed class PlayServer : ServerNode
+{
+    /// <summary>The heartbeat msg id, echoed by the server before or after authentication.</summary>
+    public const string HeartbeatMsgId = "@Heart@Beat@";
+
+    private readonly Dictionary<string, StageRegistration> _stageTypes = new(StringComparer.Ordinal);
+    private readonly Lock _stagesGate = new();
+    private readonly Dictionary<long, StageHost> _stages = [];
+    private readonly Lock _sessionsGate = new();
+    private readonly Dictionary<long, ClientSession> _sessions = [];
+    private long _nextSessionId;
+    private long _nextActorInstance;
+    private int _stagesHighWater;
+
+    public PlayServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
+        : base(nodeId, seams, options)
+    {
+    }
+
+    public int StageCount
+    {
+        get
+        {
+            lock (_stagesGate)
+            {
+                return _stages.Count;
+            }
+        }
+    }
+
+    public int SessionCount
+    {
+        get
+        {
+            lock (_sessionsGate)
+            {
+                return _sessions.Count;
+            }
+        }
+    }
+
+    /// <summary>Registers a stage type with its stage and actor factories.</summary>
+    public PlayServer RegisterStage(string stageType, Func<IStageLink, IStage> stageFactory, Func<IActorLink, IActor> actorFactory)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(stageType);
+        ArgumentNullException.ThrowIfNull(stageFactory);
+        ArgumentNullException.ThrowIfNull(actorFactory);
+        lock (_stagesGate)
+        {
+            if (!_stageTypes.TryAdd(stageType, new StageRegistration(stageType, stageFactory, actorFactory)))
+            {
+                throw new InvalidOperationException($"Stage type '{stageType}' is already registered on {NodeId}.");
+            }
+        }
+
+        return this;
+    }
+
+    public bool HasStage(long stageId)
+    {
+        lock (_stagesGate)
+        {
+            return _stages.ContainsKey(stageId);
+        }
+    }
+
+    /// <summary>Mailbox statistics of every live stage, in stage id order.</summary>
+    public IReadOnlyList<StageStatistics> GetStageStatistics()
+    {
+        lock (_stagesGate)
+        {
+            return [.. _stages.Values.OrderBy(s => s.StageId).Select(s => new StageStatistics(s.StageId, s.StageType, s.MailboxLength, s.MailboxHighWater, s.Actors.Count))];
+        }
+    }
+
+    /// <summary>Creates a stage from inside this server (a test or a host); the reply says how it went.</summary>
+    public Task<Response> CreateStage(string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
+        RequestAsync(NodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.CreateStage, stageType);
+
+    // ---- Sessions ----
+
+    /// <summary>Accepts a client connection and returns its session id, unique on this server whatever the transport (B14).</summary>
+    public long Connect(IClientConnection connection)
+    {
+        ArgumentNullException.ThrowIfNull(connection);
+        lock (_sessionsGate)
+        {
+            var id = ++_nextSessionId;
+            _sessions.Add(id, new ClientSession(this, id, connection));
+            return id;
+        }
+    }
+
+    /// <summary>A frame arrived from a client. Ownership of <paramref name="payload"/> passes to the server.</summary>
+    public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload)
+    {
+        ClientSession? session;
+        SessionState state;
+        lock (_sessionsGate)
+        {
+            _sessions.TryGetValue(sessionId, out session);
+            state = session?.State ?? SessionState.Closed;
+        }
+
+        if (session is null || state == SessionState.Closed)
+        {
+            Observer.OnDropped(NodeId, "frame-from-closed-session", msgId);
+            payload.DisposeIfOwner();
+            return;
+        }
+
+        if (string.Equals(msgId, HeartbeatMsgId, StringComparison.Ordinal))
+        {
+            // Heartbeats are echoed in any state, before authentication too (PlayHouse disconnected them, B16).
+            payload.DisposeIfOwner();
+            session.Send(HeartbeatMsgId, msgSeq, stageId, ErrorCodes.Success, Payload.Empty);
+            return;
+        }
+
+        switch (state)
+        {
+            case SessionState.New:
+                if (!string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
+                {
+                    payload.DisposeIfOwner();
+                    Counters.AddSessionClosedBeforeAuthentication();
+                    Observer.OnDropped(NodeId, "first-message-not-authenticate", msgId);
+                    CloseSession(session, $"first message was '{msgId}', expected '{Options.AuthenticateMsgId}'");
+                    return;
+                }
+
+                BeginJoin(session, msgId, msgSeq, stageId, payload);
+                return;
+            case SessionState.Authenticating:
+                Counters.AddClientMessageBeforeAuthentication();
+                RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.NotAuthenticated);
+                return;
+            default:
+                break;
+        }
+
+        if (string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
+        {
+            RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.AlreadyAuthenticated);
+            return;
+        }
+
+        var actor = session.Actor;
+        if (actor is null || actor.Host.StageId != stageId)
+        {
+            RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.NotInStage);
+            return;
+        }
+
+        var reply = OpenClientToken(sessionId, msgSeq, stageId, msgId);
+        var message = new StageMessage
+        {
+            Kind = StageWorkKind.ClientMessage,
+            External = true,
+            MsgId = msgId,
+            Payload = payload,
+            Reply = reply,
+            Actor = actor,
+        };
+        if (!actor.Host.Post(message))
+        {
+            RefuseStageMessage(actor.Host, message);
+        }
+    }
+
+    /// <summary>The client's connection closed; its actor (if any) stays in the stage, disconnected.</summary>
+    public void Disconnect(long sessionId)
+    {
+        ClientSession? session;
+        ActorHost? actor;
+        lock (_sessionsGate)
+        {
+            if (!_sessions.Remove(sessionId, out session))
+            {
+                return;
+            }
+
+            session.State = SessionState.Closed;
+            actor = session.Actor;
+            session.Actor = null;
+        }
+
+        actor?.Host.Post(new StageMessage { Kind = StageWorkKind.ConnectionChanged, Actor = actor, Session = session, Connected = false });
+    }
+
+    private void CloseSession(ClientSession session, string reason)
+    {
+        lock (_sessionsGate)
+        {
+            _sessions.Remove(session.SessionId);
+            session.State = SessionState.Closed;
+        }
+
+        session.Connection.Close(reason);
+    }
+
+    private void RefuseClientFrame(ClientSession session, string msgId, ushort msgSeq, long stageId, Payload payload, ushort errorCode)
+    {
+        payload.DisposeIfOwner();
+        Observer.OnDropped(NodeId, ErrorCodes.Describe(errorCode), msgId);
+        if (msgSeq != 0)
+        {
+            session.Send(msgId, msgSeq, stageId, errorCode, Payload.Empty);
+        }
+    }
+
+    private void BeginJoin(ClientSession session, string msgId, ushort msgSeq, long stageId, Payload payload)
+    {
+        lock (_sessionsGate)
+        {
+            session.State = SessionState.Authenticating;
+        }
+
+        var reply = OpenClientToken(session.SessionId, msgSeq == 0 ? (ushort)1 : msgSeq, stageId, msgId);
+        var stage = FindOrCreateForJoin(stageId, out var errorCode);
+        var message = new StageMessage
+        {
+            Kind = StageWorkKind.Join,
+            External = true,
+            MsgId = msgId,
+            Payload = payload,
+            Reply = reply,
+            Session = session,
+        };
+        if (stage is null)
+        {
+            payload.DisposeIfOwner();
+            TryReplyError(reply, errorCode, stageId);
+            OnJoinFailed(session);
+            return;
+        }
+
+        if (!stage.Post(message))
+        {
+            RefuseStageMessage(stage, message);
+            OnJoinFailed(session);
+        }
+    }
+
+    private StageHost? FindOrCreateForJoin(long stageId, out ushort errorCode)
+    {
+        errorCode = ErrorCodes.Success;
+        if (Options.DefaultStageType is null)
+        {
+            lock (_stagesGate)
+            {
+                if (_stages.TryGetValue(stageId, out var found))
+                {
+                    return found;
+                }
+            }
+
+            errorCode = ErrorCodes.StageNotFound;
+            return null;
+        }
+
+        var stage = GetOrCreateHost(Options.DefaultStageType, stageId, out var created, out errorCode);
+        if (stage is not null && created)
+        {
+            stage.Post(new StageMessage { Kind = StageWorkKind.Create, MsgId = Options.AuthenticateMsgId });
+        }
+
+        return stage;
+    }
+
+    /// <summary>
+    /// Finds or makes the host of a stage under the registry lock, so concurrent first joins create it once
+    /// (B16); the Create message is the first thing in the new mailbox, so joins queue behind it.
+    /// </summary>
+    private StageHost? GetOrCreateHost(string stageType, long stageId, out bool created, out ushort errorCode)
+    {
+        created = false;
+        errorCode = ErrorCodes.Success;
+        StageHost host;
+        lock (_stagesGate)
+        {
+            if (_stages.TryGetValue(stageId, out var existing))
+            {
+                return existing;
+            }
+
+            if (!_stageTypes.TryGetValue(stageType, out var registration))
+            {
+                errorCode = ErrorCodes.UnknownStageType;
+                return null;
+            }
+
+            host = new StageHost(this, registration, stageId);
+            _stages.Add(stageId, host);
+            _stagesHighWater = Math.Max(_stagesHighWater, _stages.Count);
+            created = true;
+        }
+
+        try
+        {
+            host.Instantiate();
+        }
+        catch (Exception)
+        {
+            Counters.AddHandlerFailure();
+            RemoveStage(host);
+            errorCode = ErrorCodes.CreateStageFailed;
+            created = false;
+            return null;
+        }
+
+        return host;
+    }
+
+    internal void RemoveStage(StageHost stage)
+    {
+        lock (_stagesGate)
+        {
+            if (_stages.TryGetValue(stage.StageId, out var current) && ReferenceEquals(current, stage))
+            {
+                _stages.Remove(stage.StageId);
+            }
+        }
+    }
+
+    internal long NextActorInstance() => Interlocked.Increment(ref _nextActorInstance);
+
+    /// <summary>Binds a joined (or re-joined) actor to the session; false when the session closed meanwhile.</summary>
+    internal bool CompleteJoin(ClientSession session, ActorHost actor)
+    {
+        ClientSession? replaced = null;
+        lock (_sessionsGate)
+        {
+            if (session.State == SessionState.Closed)
+            {
+                return false;
+            }
+
+            if (actor.Session is not null && !ReferenceEquals(actor.Session, session))
+            {
+                replaced = actor.Session;
+                replaced.Actor = null;
+            }
+
+            session.State = SessionState.Authenticated;
+            session.Actor = actor;
+            actor.Session = session;
+        }
+
+        if (replaced is not null)
+        {
+            CloseSession(replaced, $"account {actor.AccountId} logged in on session {session.SessionId}");
+        }
+
+        return true;
+    }
+
+    internal void OnJoinFailed(ClientSession session)
+    {
+        lock (_sessionsGate)
+        {
+            if (session.State == SessionState.Authenticating)
+            {
+                session.State = SessionState.New;
+            }
+        }
+    }
+
+    internal void UnbindActor(ActorHost actor)
+    {
+        lock (_sessionsGate)
+        {
+            var session = actor.Session;
+            if (session is not null && ReferenceEquals(session.Actor, actor))
+            {
+                session.Actor = null;
+                session.State = SessionState.New;
+            }
+        }
+    }
+
+    internal override void SendToSession(long sessionId, string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
+    {
+        ClientSession? session;
+        lock (_sessionsGate)
+        {
+            _sessions.TryGetValue(sessionId, out session);
+        }
+
+        if (session is null)
+        {
+            Counters.AddReplyToClosedSession();
+            Observer.OnDropped(NodeId, "reply-to-closed-session", msgId);
+            payload.DisposeIfOwner();
+            return;
+        }
+
+        session.Send(msgId, msgSeq, stageId, errorCode, payload);
+    }
+
+    // ---- Mesh ----
+
+    protected override void OnInboundMessage(in MeshMessage message)
+    {
+        if (message.IsSystem)
+        {
+            OnSystemMessage(message);
+            return;
+        }
+
+        StageHost? stage;
+        lock (_stagesGate)
+        {
+            _stages.TryGetValue(message.StageId, out stage);
+        }
+
+        if (stage is null)
+        {
+            RefuseUnknownStage(message);
+            return;
+        }
+
+        if (message.IsRequest && message.SenderAwaits && message.FromStageId != 0 && stage.IsAwaiting(message.From, message.FromStageId))
+        {
+            // The target awaits the sender, and the sender awaits this request: queuing it would deadlock both
+            // until the timeout (B9), so it fails now.
+            Counters.AddCycleRequestRefused();
+            message.Payload.DisposeIfOwner();
+            TryReplyError(OpenMeshToken(message, message.StageId), ErrorCodes.RequestCycle, message.StageId);
+            return;
+        }
+
+        var stageMessage = new StageMessage
+        {
+            Kind = StageWorkKind.ServerMessage,
+            External = true,
+            MsgId = message.MsgId,
+            Payload = message.Payload,
+            Reply = OpenMeshToken(message, message.StageId),
+        };
+        if (!stage.Post(stageMessage))
+        {
+            RefuseStageMessage(stage, stageMessage);
+        }
+    }
+
+    private void OnSystemMessage(in MeshMessage message)
+    {
+        var reply = OpenMeshToken(message, message.StageId);
+        var op = (SystemOp)message.ServiceId;
+        var getOrCreate = op == SystemOp.GetOrCreateStage;
+        if (op is not (SystemOp.CreateStage or SystemOp.GetOrCreateStage))
+        {
+            Counters.AddUnknownApiMessage();
+            message.Payload.DisposeIfOwner();
+            TryReplyError(reply, ErrorCodes.HandlerNotFound, message.StageId);
+            return;
+        }
+
+        var stage = GetOrCreateHost(message.StageType ?? string.Empty, message.StageId, out var created, out var errorCode);
+        if (stage is null)
+        {
+            message.Payload.DisposeIfOwner();
+            TryReplyError(reply, errorCode, message.StageId);
+            return;
+        }
+
+        if (!created)
+        {
+            message.Payload.DisposeIfOwner();
+            if (getOrCreate)
+            {
+                SendReply(reply, SystemMsgIds.StageExisted, Payload.Empty, ErrorCodes.Success, message.StageId);
+            }
+            else
+            {
+                TryReplyError(reply, ErrorCodes.StageAlreadyExists, message.StageId);
+            }
+
+            return;
+        }
+
+        stage.Post(new StageMessage { Kind = StageWorkKind.Create, MsgId = message.MsgId, Payload = message.Payload, Reply = reply });
+    }
+
+    private void RefuseUnknownStage(in MeshMessage message)
+    {
+        message.Payload.DisposeIfOwner();
+        Observer.OnDropped(NodeId, "unknown-stage", message.MsgId);
+        if (message.IsRequest)
+        {
+            Counters.AddUnknownStageRequest();
+            TryReplyError(OpenMeshToken(message, message.StageId), ErrorCodes.StageNotFound, message.StageId);
+        }
+        else
+        {
+            Counters.AddUnknownStageSend();
+        }
+    }
+
+    private void RefuseStageMessage(StageHost stage, in StageMessage message)
+    {
+        // Post fails for a full mailbox or a stage that closed between lookup and post.
+        var closed = stage.IsClosed;
+        var errorCode = closed ? ErrorCodes.StageNotFound : ErrorCodes.MailboxFull;
+        if (closed)
+        {
+            if (message.Reply.IsRequest)
+            {
+                Counters.AddUnknownStageRequest();
+            }
+            else
+            {
+                Counters.AddUnknownStageSend();
+            }
+        }
+        else
+        {
+            Counters.AddMailboxRefused();
+        }
+
+        Observer.OnDropped(NodeId, ErrorCodes.Describe(errorCode), message.MsgId);
+        message.Payload.DisposeIfOwner();
+        TryReplyError(message.Reply, errorCode, stage.StageId);
+    }
+}
+
+/// <summary>Mailbox statistics of one stage.</summary>
+public readonly record struct StageStatistics(long StageId, string StageType, int MailboxLength, int MailboxHighWater, int ActorCount);

@@ -1,0 +1,90 @@
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>Lifecycle callbacks as the runtime invokes them; checkers assert their order.</summary>
+public enum LifecycleEvent
+{
+    StageCreate,
+    StagePostCreate,
+    StageDestroy,
+    ActorCreate,
+    ActorAuthenticate,
+    ActorPostAuthenticate,
+    ActorJoinStage,
+    ActorPostJoinStage,
+    ActorConnected,
+    ActorDisconnected,
+    ActorDestroy,
+}
+
+/// <summary>How a request issued by this node completed.</summary>
+public enum RequestOutcome
+{
+    Replied,
+    TimedOut,
+    FailedFast,
+}
+
+/// <summary>What a stage turn is running.</summary>
+public enum StageWorkKind
+{
+    Create,
+    Join,
+    ClientMessage,
+    ServerMessage,
+    ConnectionChanged,
+    Timer,
+    GameLoop,
+    ReplyCallback,
+    OffStageResult,
+    Leave,
+    Destroy,
+}
+
+/// <summary>
+/// Hooks through which checkers and tracers watch the runtime. Every method has an empty default, so an
+/// observer overrides only what it checks. Calls come from the executor running the event.
+/// </summary>
+public abstract class RuntimeObserver
+{
+    /// <summary>An observer that watches nothing.</summary>
+    public static RuntimeObserver None { get; } = new NoneObserver();
+
+    /// <summary>A stage handler (the synchronous part of a turn, or a resumed continuation) starts.</summary>
+    public virtual void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId)
+    {
+    }
+
+    /// <summary>The handler entered last returned control (completed or suspended at an await).</summary>
+    public virtual void OnHandlerExited(string nodeId, long stageId)
+    {
+    }
+
+    /// <summary>A message's handler, including its awaits, finished; its payload is released after this.</summary>
+    public virtual void OnMessageCompleted(string nodeId, long stageId, StageWorkKind kind, string? msgId)
+    {
+    }
+
+    /// <summary>A lifecycle callback is about to run; <paramref name="actorInstance"/> is 0 for stage events.</summary>
+    public virtual void OnLifecycle(string nodeId, long stageId, long actorInstance, long accountId, LifecycleEvent lifecycleEvent)
+    {
+    }
+
+    /// <summary>A request issued by this node completed (exactly once per request).</summary>
+    public virtual void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode)
+    {
+    }
+
+    /// <summary>A mailbox was posted to; <paramref name="mailboxLength"/> counts messages after the post.</summary>
+    public virtual void OnMailboxPosted(string nodeId, long stageId, int mailboxLength)
+    {
+    }
+
+    /// <summary>A reply or message was dropped with a counted reason.</summary>
+    public virtual void OnDropped(string nodeId, string reason, string? msgId)
+    {
+    }
+
+    private sealed class NoneObserver : RuntimeObserver
+    {
+    }
+}

@@ -1,0 +1,157 @@
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>
+/// Counters of every defined outcome that is not the happy path. Each has a test that drives it.
+/// </summary>
+/// <remarks>Thread-safe: increments are interlocked.</remarks>
+public sealed class ServerCounters
+{
+    private long _mailboxRefused;
+    private long _unknownStageRequests;
+    private long _unknownStageSends;
+    private long _lateReplies;
+    private long _duplicateReplies;
+    private long _unknownReplies;
+    private long _misaddressedReplies;
+    private long _requestTimeouts;
+    private long _selfRequestsRefused;
+    private long _cycleRequestsRefused;
+    private long _pendingRequestsRefused;
+    private long _timerTicksCoalesced;
+    private long _gameLoopStepsDropped;
+    private long _handlerFailures;
+    private long _clientSendsRefused;
+    private long _clientPushesToDisconnected;
+    private long _repliesToClosedSessions;
+    private long _sessionsClosedBeforeAuthentication;
+    private long _clientMessagesBeforeAuthentication;
+    private long _secondReplyAttempts;
+    private long _offStageRefused;
+    private long _unknownApiMessages;
+    private long _meshSendsToUnknownServers;
+
+    public long MailboxRefused => Volatile.Read(ref _mailboxRefused);
+
+    public long UnknownStageRequests => Volatile.Read(ref _unknownStageRequests);
+
+    public long UnknownStageSends => Volatile.Read(ref _unknownStageSends);
+
+    /// <summary>Replies that arrived after their request timed out.</summary>
+    public long LateReplies => Volatile.Read(ref _lateReplies);
+
+    /// <summary>Replies that arrived after their request was already answered.</summary>
+    public long DuplicateReplies => Volatile.Read(ref _duplicateReplies);
+
+    /// <summary>Replies for request ids this node never issued or no longer remembers.</summary>
+    public long UnknownReplies => Volatile.Read(ref _unknownReplies);
+
+    /// <summary>Replies whose sender is not the server the request went to.</summary>
+    public long MisaddressedReplies => Volatile.Read(ref _misaddressedReplies);
+
+    public long RequestTimeouts => Volatile.Read(ref _requestTimeouts);
+
+    public long SelfRequestsRefused => Volatile.Read(ref _selfRequestsRefused);
+
+    public long CycleRequestsRefused => Volatile.Read(ref _cycleRequestsRefused);
+
+    public long PendingRequestsRefused => Volatile.Read(ref _pendingRequestsRefused);
+
+    public long TimerTicksCoalesced => Volatile.Read(ref _timerTicksCoalesced);
+
+    public long GameLoopStepsDropped => Volatile.Read(ref _gameLoopStepsDropped);
+
+    public long HandlerFailures => Volatile.Read(ref _handlerFailures);
+
+    public long ClientSendsRefused => Volatile.Read(ref _clientSendsRefused);
+
+    public long ClientPushesToDisconnected => Volatile.Read(ref _clientPushesToDisconnected);
+
+    public long RepliesToClosedSessions => Volatile.Read(ref _repliesToClosedSessions);
+
+    public long SessionsClosedBeforeAuthentication => Volatile.Read(ref _sessionsClosedBeforeAuthentication);
+
+    public long ClientMessagesBeforeAuthentication => Volatile.Read(ref _clientMessagesBeforeAuthentication);
+
+    /// <summary>Handlers that replied twice to one request; the second reply was refused.</summary>
+    public long SecondReplyAttempts => Volatile.Read(ref _secondReplyAttempts);
+
+    public long OffStageRefused => Volatile.Read(ref _offStageRefused);
+
+    public long UnknownApiMessages => Volatile.Read(ref _unknownApiMessages);
+
+    public long MeshSendsToUnknownServers => Volatile.Read(ref _meshSendsToUnknownServers);
+
+    /// <summary>All counters by name, in name order, for reports.</summary>
+    public IReadOnlyList<KeyValuePair<string, long>> Snapshot() =>
+    [
+        new(nameof(ClientMessagesBeforeAuthentication), ClientMessagesBeforeAuthentication),
+        new(nameof(ClientPushesToDisconnected), ClientPushesToDisconnected),
+        new(nameof(ClientSendsRefused), ClientSendsRefused),
+        new(nameof(CycleRequestsRefused), CycleRequestsRefused),
+        new(nameof(DuplicateReplies), DuplicateReplies),
+        new(nameof(GameLoopStepsDropped), GameLoopStepsDropped),
+        new(nameof(HandlerFailures), HandlerFailures),
+        new(nameof(LateReplies), LateReplies),
+        new(nameof(MailboxRefused), MailboxRefused),
+        new(nameof(MeshSendsToUnknownServers), MeshSendsToUnknownServers),
+        new(nameof(MisaddressedReplies), MisaddressedReplies),
+        new(nameof(OffStageRefused), OffStageRefused),
+        new(nameof(PendingRequestsRefused), PendingRequestsRefused),
+        new(nameof(RepliesToClosedSessions), RepliesToClosedSessions),
+        new(nameof(RequestTimeouts), RequestTimeouts),
+        new(nameof(SecondReplyAttempts), SecondReplyAttempts),
+        new(nameof(SelfRequestsRefused), SelfRequestsRefused),
+        new(nameof(SessionsClosedBeforeAuthentication), SessionsClosedBeforeAuthentication),
+        new(nameof(TimerTicksCoalesced), TimerTicksCoalesced),
+        new(nameof(UnknownApiMessages), UnknownApiMessages),
+        new(nameof(UnknownReplies), UnknownReplies),
+        new(nameof(UnknownStageRequests), UnknownStageRequests),
+        new(nameof(UnknownStageSends), UnknownStageSends),
+    ];
+
+    internal void AddMailboxRefused() => Interlocked.Increment(ref _mailboxRefused);
+
+    internal void AddUnknownStageRequest() => Interlocked.Increment(ref _unknownStageRequests);
+
+    internal void AddUnknownStageSend() => Interlocked.Increment(ref _unknownStageSends);
+
+    internal void AddLateReply() => Interlocked.Increment(ref _lateReplies);
+
+    internal void AddDuplicateReply() => Interlocked.Increment(ref _duplicateReplies);
+
+    internal void AddUnknownReply() => Interlocked.Increment(ref _unknownReplies);
+
+    internal void AddMisaddressedReply() => Interlocked.Increment(ref _misaddressedReplies);
+
+    internal void AddRequestTimeout() => Interlocked.Increment(ref _requestTimeouts);
+
+    internal void AddSelfRequestRefused() => Interlocked.Increment(ref _selfRequestsRefused);
+
+    internal void AddCycleRequestRefused() => Interlocked.Increment(ref _cycleRequestsRefused);
+
+    internal void AddPendingRequestRefused() => Interlocked.Increment(ref _pendingRequestsRefused);
+
+    internal void AddTimerTickCoalesced() => Interlocked.Increment(ref _timerTicksCoalesced);
+
+    internal void AddGameLoopStepsDropped(long steps) => Interlocked.Add(ref _gameLoopStepsDropped, steps);
+
+    internal void AddHandlerFailure() => Interlocked.Increment(ref _handlerFailures);
+
+    internal void AddClientSendRefused() => Interlocked.Increment(ref _clientSendsRefused);
+
+    internal void AddClientPushToDisconnected() => Interlocked.Increment(ref _clientPushesToDisconnected);
+
+    internal void AddReplyToClosedSession() => Interlocked.Increment(ref _repliesToClosedSessions);
+
+    internal void AddSessionClosedBeforeAuthentication() => Interlocked.Increment(ref _sessionsClosedBeforeAuthentication);
+
+    internal void AddClientMessageBeforeAuthentication() => Interlocked.Increment(ref _clientMessagesBeforeAuthentication);
+
+    internal void AddSecondReplyAttempt() => Interlocked.Increment(ref _secondReplyAttempts);
+
+    internal void AddOffStageRefused() => Interlocked.Increment(ref _offStageRefused);
+
+    internal void AddUnknownApiMessage() => Interlocked.Increment(ref _unknownApiMessages);
+
+    internal void AddMeshSendToUnknownServer() => Interlocked.Increment(ref _meshSendsToUnknownServers);
+}

@@ -1,0 +1,51 @@
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>Limits and defaults of a server node. Every queue has a cap here.</summary>
+public sealed record ServerOptions
+{
+    /// <summary>Messages from outside (clients, other stages) a stage's mailbox holds before refusing.</summary>
+    public int MailboxCapacityMax { get; init; } = 10_000;
+
+    /// <summary>Messages a stage runs in one turn before yielding the executor to other stages.</summary>
+    public int TurnMessageBudget { get; init; } = 64;
+
+    /// <summary>Outstanding outgoing requests of the node before new ones fail fast.</summary>
+    public int PendingRequestsMax { get; init; } = 100_000;
+
+    public TimeSpan RequestTimeout { get; init; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>Ticks of one timer waiting in a mailbox before further ticks are coalesced (dropped and counted).</summary>
+    public int TimerPendingTicksMax { get; init; } = 1;
+
+    /// <summary>Off-stage work items in flight per stage before new ones are refused.</summary>
+    public int OffStageInFlightMax { get; init; } = 1_000;
+
+    /// <summary>The msg id a client must send first.</summary>
+    public string AuthenticateMsgId { get; init; } = "AuthenticateRequest";
+
+    /// <summary>The stage type created when a client authenticates into an unknown stage id; null refuses.</summary>
+    public string? DefaultStageType { get; init; }
+
+    /// <summary>Recent completed request ids remembered to tell late replies from unknown ones.</summary>
+    public int RecentCompletionsMax { get; init; } = 4096;
+
+    public void Validate()
+    {
+        Require(MailboxCapacityMax > 0, nameof(MailboxCapacityMax));
+        Require(TurnMessageBudget > 0, nameof(TurnMessageBudget));
+        Require(PendingRequestsMax > 0, nameof(PendingRequestsMax));
+        Require(RequestTimeout > TimeSpan.Zero, nameof(RequestTimeout));
+        Require(TimerPendingTicksMax > 0, nameof(TimerPendingTicksMax));
+        Require(OffStageInFlightMax > 0, nameof(OffStageInFlightMax));
+        Require(!string.IsNullOrEmpty(AuthenticateMsgId), nameof(AuthenticateMsgId));
+        Require(RecentCompletionsMax >= 0, nameof(RecentCompletionsMax));
+    }
+
+    private static void Require(bool ok, string name)
+    {
+        if (!ok)
+        {
+            throw new ArgumentException($"ServerOptions.{name} is out of range.", name);
+        }
+    }
+}

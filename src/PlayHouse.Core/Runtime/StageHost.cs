@@ -1,0 +1,1061 @@
+using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Seams;
+
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>
+/// Runs one stage: a capped mailbox drained by one logical executor, one handler at a time. A handler that
+/// awaits suspends the mailbox; only its own continuations (posted through the stage's synchronization
+/// context) run until it completes. Also owns the stage's timers, game loop, actors and off-stage work.
+/// </summary>
+/// <remarks>
+/// Posting is thread-safe (a lock guards the queues and scheduling flags). Everything else runs inside the
+/// stage's turns, which the executor never runs concurrently: <see cref="Execute"/> asserts it.
+/// </remarks>
+internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
+{
+    private readonly PlayServer _server;
+    private readonly Lock _gate = new();
+    private readonly Queue<StageMessage> _mailbox = new();
+    private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
+    private readonly StageSynchronizationContext _syncContext;
+    private readonly Action _onHandlerResumed;
+    private readonly Dictionary<long, ActorHost> _actorsByAccount = [];
+    private readonly List<IActor> _actorOrder = [];
+    private readonly Dictionary<long, StageTimer> _timers = [];
+    private readonly List<PendingRequest> _awaitedRequests = [];
+    private readonly StageRegistration _registration;
+    private IStage? _stage;
+    private int _externalQueued;
+    private bool _scheduled;
+    private bool _suspended;
+    private bool _handlerInProgress;
+    private int _executing;
+    private StageMessage _current;
+    private ValueTask _currentTask;
+    private StageState _state = StageState.Creating;
+    private bool _closeRequested;
+    private long _nextTimerId;
+    private GameLoop? _gameLoop;
+    private int _offStageInFlight;
+
+    public StageHost(PlayServer server, StageRegistration registration, long stageId)
+    {
+        _server = server;
+        _registration = registration;
+        StageId = stageId;
+        StageType = registration.StageType;
+        _syncContext = new StageSynchronizationContext(this);
+        _onHandlerResumed = OnHandlerResumed;
+    }
+
+    private enum StageState
+    {
+        Creating,
+        Running,
+        Closed,
+    }
+
+    public long StageId { get; }
+
+    public string StageType { get; }
+
+    public string NodeId => _server.NodeId;
+
+    public TimeProvider Time => _server.Time;
+
+    public MessagePool Pool => _server.Pool;
+
+    public IRandomSource Random => _server.Random;
+
+    public IReadOnlyList<IActor> Actors => _actorOrder;
+
+    public bool IsGameLoopRunning => _gameLoop is not null;
+
+    /// <summary>The most messages this mailbox held at once.</summary>
+    public int MailboxHighWater { get; private set; }
+
+    public int MailboxLength
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _mailbox.Count;
+            }
+        }
+    }
+
+    public bool IsClosed
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _state == StageState.Closed;
+            }
+        }
+    }
+
+    internal ServerCounters Counters => _server.Counters;
+
+    internal ServerOptions Options => _server.Options;
+
+    /// <summary>Creates the user's stage object; called once, before the Create message is posted.</summary>
+    public void Instantiate() => _stage = _registration.StageFactory(this);
+
+    // ---- Posting (any thread) ----
+
+    /// <summary>Queues a message; false when the stage is closed or (for external messages) the mailbox is at its cap.</summary>
+    public bool Post(in StageMessage message)
+    {
+        bool schedule;
+        int length;
+        lock (_gate)
+        {
+            if (_state == StageState.Closed)
+            {
+                return false;
+            }
+
+            if (message.External && _externalQueued >= Options.MailboxCapacityMax)
+            {
+                return false;
+            }
+
+            _mailbox.Enqueue(message);
+            if (message.External)
+            {
+                _externalQueued++;
+            }
+
+            length = _mailbox.Count;
+            if (length > MailboxHighWater)
+            {
+                MailboxHighWater = length;
+            }
+
+            schedule = !_scheduled;
+            _scheduled = true;
+        }
+
+        _server.Observer.OnMailboxPosted(NodeId, StageId, length);
+        if (schedule)
+        {
+            _server.Executor.Schedule(this);
+        }
+
+        return true;
+    }
+
+    /// <summary>Queues the continuation of a suspended handler; it runs even while the mailbox is suspended.</summary>
+    public void PostContinuation(SendOrPostCallback callback, object? state)
+    {
+        bool schedule;
+        lock (_gate)
+        {
+            _continuations.Enqueue((callback, state));
+            schedule = !_scheduled;
+            _scheduled = true;
+        }
+
+        if (schedule)
+        {
+            _server.Executor.Schedule(this);
+        }
+    }
+
+    /// <summary>True when this stage's current handler awaits a request to the given stage: queuing that stage's
+    /// blocking request here would deadlock both until the timeout.</summary>
+    public bool IsAwaiting(string nodeId, long stageId)
+    {
+        lock (_gate)
+        {
+            if (!_handlerInProgress)
+            {
+                return false;
+            }
+
+            foreach (var request in _awaitedRequests)
+            {
+                if (request.TargetStageId == stageId && string.Equals(request.TargetNodeId, nodeId, StringComparison.Ordinal))
+                {
+                    return true;
+                }
+            }
+
+            return false;
+        }
+    }
+
+    internal void NoteAwaiting(PendingRequest request)
+    {
+        lock (_gate)
+        {
+            _awaitedRequests.Add(request);
+        }
+    }
+
+    internal void OnRequestCompleted(PendingRequest request)
+    {
+        if (!request.SenderAwaits)
+        {
+            return;
+        }
+
+        lock (_gate)
+        {
+            _awaitedRequests.Remove(request);
+        }
+    }
+
+    // ---- The turn (executor) ----
+
+    public void Execute()
+    {
+        if (Interlocked.Exchange(ref _executing, 1) != 0)
+        {
+            throw new InvalidOperationException($"Two turns of stage {StageId} on {NodeId} ran at once; the executor broke the one-turn-at-a-time rule.");
+        }
+
+        var previous = SynchronizationContext.Current;
+        SynchronizationContext.SetSynchronizationContext(_syncContext);
+        var reschedule = false;
+        try
+        {
+            var budget = Options.TurnMessageBudget;
+            while (true)
+            {
+                (SendOrPostCallback Callback, object? State) continuation = default;
+                var hasContinuation = false;
+                var hasMessage = false;
+                StageMessage message = default;
+                lock (_gate)
+                {
+                    if (_continuations.Count > 0)
+                    {
+                        continuation = _continuations.Dequeue();
+                        hasContinuation = true;
+                    }
+                    else if (!_suspended && _mailbox.Count > 0 && budget > 0)
+                    {
+                        message = _mailbox.Dequeue();
+                        if (message.External)
+                        {
+                            _externalQueued--;
+                        }
+
+                        _handlerInProgress = true;
+                        hasMessage = true;
+                        budget--;
+                    }
+                    else
+                    {
+                        // Keep the turn flag when work remains past the budget, and hand the executor back for fairness.
+                        reschedule = _continuations.Count > 0 || (!_suspended && _mailbox.Count > 0);
+                        _scheduled = reschedule;
+                        break;
+                    }
+                }
+
+                if (hasContinuation)
+                {
+                    RunContinuation(continuation.Callback!, continuation.State);
+                }
+                else if (hasMessage)
+                {
+                    RunMessage(ref message);
+                }
+            }
+        }
+        finally
+        {
+            SynchronizationContext.SetSynchronizationContext(previous);
+            Volatile.Write(ref _executing, 0);
+        }
+
+        if (reschedule)
+        {
+            _server.Executor.Schedule(this);
+        }
+    }
+
+    private void RunContinuation(SendOrPostCallback callback, object? state)
+    {
+        _server.Observer.OnHandlerEntered(NodeId, StageId, _current.Kind, _current.MsgId);
+        try
+        {
+            callback(state);
+        }
+        catch (Exception)
+        {
+            // A continuation outside any handler's task (an async void) threw; the handler's own exceptions land in its task.
+            Counters.AddHandlerFailure();
+        }
+        finally
+        {
+            _server.Observer.OnHandlerExited(NodeId, StageId);
+        }
+    }
+
+    private void RunMessage(ref StageMessage message)
+    {
+        _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
+        ValueTask task;
+        try
+        {
+            task = Dispatch(ref message);
+        }
+        catch (Exception ex)
+        {
+            task = ValueTask.FromException(ex);
+        }
+
+        if (task.IsCompleted)
+        {
+            _server.Observer.OnHandlerExited(NodeId, StageId);
+            Finish(ref message, task);
+            return;
+        }
+
+        lock (_gate)
+        {
+            _suspended = true;
+        }
+
+        _current = message;
+        _currentTask = task;
+
+        // The awaiter captures this stage's synchronization context (current during the turn), so the
+        // resumption is posted back here as a continuation and never runs on a foreign thread.
+        task.GetAwaiter().UnsafeOnCompleted(_onHandlerResumed);
+        _server.Observer.OnHandlerExited(NodeId, StageId);
+    }
+
+    private void OnHandlerResumed()
+    {
+        var message = _current;
+        var task = _currentTask;
+        _current = default;
+        _currentTask = default;
+        lock (_gate)
+        {
+            _suspended = false;
+        }
+
+        Finish(ref message, task);
+    }
+
+    private void Finish(ref StageMessage message, ValueTask task)
+    {
+        try
+        {
+            task.GetAwaiter().GetResult();
+        }
+        catch (Exception ex)
+        {
+            Counters.AddHandlerFailure();
+            LastHandlerException = ex;
+            if (message.Reply.IsRequest)
+            {
+                _server.TryReplyError(message.Reply, ErrorCodes.HandlerFailed, StageId);
+            }
+        }
+
+        lock (_gate)
+        {
+            _handlerInProgress = false;
+        }
+
+        _server.Observer.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
+
+        // The payload was lent to the handler until now, awaits included (B7d); a handler that kept it moved it.
+        message.Payload.DisposeIfOwner();
+    }
+
+    /// <summary>The last exception a handler of this stage threw, for diagnostics.</summary>
+    public Exception? LastHandlerException { get; private set; }
+
+    private ValueTask Dispatch(ref StageMessage message)
+    {
+        var stage = _stage!;
+        switch (message.Kind)
+        {
+            case StageWorkKind.ClientMessage:
+                if (message.Actor is null || !message.Actor.IsJoined)
+                {
+                    FailMessage(ref message, ErrorCodes.NotInStage);
+                    return ValueTask.CompletedTask;
+                }
+
+                return stage.OnDispatch(message.Actor.User, new Packet(message.MsgId!, message.Payload, message.Reply));
+            case StageWorkKind.ServerMessage:
+                return stage.OnDispatch(new Packet(message.MsgId!, message.Payload, message.Reply));
+            case StageWorkKind.Timer:
+                RunTimer((StageTimer)message.State!);
+                return ValueTask.CompletedTask;
+            case StageWorkKind.GameLoop:
+                RunGameLoop((GameLoop)message.State!);
+                return ValueTask.CompletedTask;
+            case StageWorkKind.ReplyCallback:
+                RunReplyCallback(ref message);
+                return ValueTask.CompletedTask;
+            case StageWorkKind.OffStageResult:
+                ((IStageCompletion)message.State!).Complete(this);
+                return ValueTask.CompletedTask;
+            case StageWorkKind.Create:
+                return RunCreate(message);
+            case StageWorkKind.Join:
+                return RunJoin(message);
+            case StageWorkKind.ConnectionChanged:
+                return RunConnectionChanged(message);
+            case StageWorkKind.Leave:
+                return RunLeave(message.Actor!);
+            case StageWorkKind.Destroy:
+                return RunDestroy();
+            default:
+                throw new InvalidOperationException($"Unknown stage work kind {message.Kind}.");
+        }
+    }
+
+    private void RunReplyCallback(ref StageMessage message)
+    {
+        var response = new Response(message.ErrorCode, message.MsgId ?? string.Empty, message.Payload);
+        ((Action<Response>)message.State!)(response);
+    }
+
+    // ---- Lifecycle ----
+
+    private async ValueTask RunCreate(StageMessage message)
+    {
+        CreateResult result;
+        try
+        {
+            Lifecycle(null, LifecycleEvent.StageCreate);
+            result = await _stage!.OnCreate(new Packet(message.MsgId ?? string.Empty, message.Payload, message.Reply));
+        }
+        catch (Exception ex)
+        {
+            LastHandlerException = ex;
+            Counters.AddHandlerFailure();
+            result = CreateResult.Refuse(ErrorCodes.CreateStageFailed);
+        }
+
+        if (!result.Ok)
+        {
+            result.ReplyPayload.DisposeIfOwner();
+            var code = result.ErrorCode == ErrorCodes.Success ? ErrorCodes.CreateStageFailed : result.ErrorCode;
+            if (message.Reply.IsRequest)
+            {
+                _server.TryReplyError(message.Reply, code, StageId);
+            }
+
+            // A stage whose creation failed is removed at once, so no zombie keeps its id (B16).
+            CloseNow(ErrorCodes.CreateStageFailed);
+            return;
+        }
+
+        lock (_gate)
+        {
+            _state = StageState.Running;
+        }
+
+        if (message.Reply.IsRequest)
+        {
+            _server.SendReply(message.Reply, SystemMsgIds.StageCreated, result.ReplyPayload.Move("reply"), ErrorCodes.Success, StageId);
+        }
+        else
+        {
+            result.ReplyPayload.DisposeIfOwner();
+        }
+
+        Lifecycle(null, LifecycleEvent.StagePostCreate);
+        await _stage!.OnPostCreate();
+    }
+
+    private async ValueTask RunJoin(StageMessage message)
+    {
+        var session = message.Session!;
+        var actorHost = new ActorHost(this, _server.NextActorInstance());
+        var actor = _registration.ActorFactory(actorHost);
+        actorHost.User = actor;
+        var packet = new Packet(message.MsgId!, message.Payload, message.Reply);
+
+        Lifecycle(actorHost, LifecycleEvent.ActorCreate);
+        await actor.OnCreate();
+        Lifecycle(actorHost, LifecycleEvent.ActorAuthenticate);
+        var auth = await actor.OnAuthenticate(packet);
+        if (!auth.Ok)
+        {
+            auth.ReplyPayload.DisposeIfOwner();
+            _server.TryReplyError(message.Reply, auth.ErrorCode == ErrorCodes.Success ? ErrorCodes.AuthenticationFailed : auth.ErrorCode, StageId);
+            _server.OnJoinFailed(session);
+            Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
+            await actor.OnDestroy();
+            return;
+        }
+
+        if (_actorsByAccount.TryGetValue(auth.AccountId, out var existing))
+        {
+            // Reconnect (B11): the account keeps its one actor; the probe actor that authenticated is destroyed
+            // and routing points at the live actor, which is told it is connected again.
+            Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
+            await actor.OnDestroy();
+            var wasConnected = existing.Session is not null;
+            if (!_server.CompleteJoin(session, existing))
+            {
+                auth.ReplyPayload.DisposeIfOwner();
+                return;
+            }
+
+            _server.SendReply(message.Reply, ReplyMsgId(auth.ReplyMsgId, message.MsgId!), auth.ReplyPayload.Move("reply"), ErrorCodes.Success, StageId);
+            if (!wasConnected)
+            {
+                Lifecycle(existing, LifecycleEvent.ActorConnected);
+                await _stage!.OnConnectionChanged(existing.User, true);
+            }
+
+            return;
+        }
+
+        actorHost.AccountId = auth.AccountId;
+        Lifecycle(actorHost, LifecycleEvent.ActorPostAuthenticate);
+        await actor.OnPostAuthenticate();
+        Lifecycle(actorHost, LifecycleEvent.ActorJoinStage);
+        var joined = await _stage!.OnJoinStage(actor);
+        if (!joined)
+        {
+            auth.ReplyPayload.DisposeIfOwner();
+            _server.TryReplyError(message.Reply, ErrorCodes.JoinStageRejected, StageId);
+            _server.OnJoinFailed(session);
+            Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
+            await actor.OnDestroy();
+            return;
+        }
+
+        actorHost.IsJoined = true;
+        _actorsByAccount.Add(auth.AccountId, actorHost);
+        _actorOrder.Add(actor);
+        var bound = _server.CompleteJoin(session, actorHost);
+        if (bound)
+        {
+            _server.SendReply(message.Reply, ReplyMsgId(auth.ReplyMsgId, message.MsgId!), auth.ReplyPayload.Move("reply"), ErrorCodes.Success, StageId);
+        }
+        else
+        {
+            auth.ReplyPayload.DisposeIfOwner();
+        }
+
+        Lifecycle(actorHost, LifecycleEvent.ActorPostJoinStage);
+        await _stage.OnPostJoinStage(actor);
+        if (!bound)
+        {
+            // The client left while joining: the actor stays, disconnected, as after any disconnect.
+            Lifecycle(actorHost, LifecycleEvent.ActorDisconnected);
+            await _stage.OnConnectionChanged(actor, false);
+        }
+    }
+
+    private static string ReplyMsgId(string replyMsgId, string requestMsgId) => string.IsNullOrEmpty(replyMsgId) ? requestMsgId : replyMsgId;
+
+    private async ValueTask RunConnectionChanged(StageMessage message)
+    {
+        var actor = message.Actor!;
+        if (!actor.IsJoined || !ReferenceEquals(actor.Session, message.Session))
+        {
+            // The actor was rebound to a newer session or left; this news is stale.
+            return;
+        }
+
+        actor.Session = null;
+        Lifecycle(actor, LifecycleEvent.ActorDisconnected);
+        await _stage!.OnConnectionChanged(actor.User, false);
+    }
+
+    private async ValueTask RunLeave(ActorHost actor)
+    {
+        if (!actor.IsJoined)
+        {
+            return;
+        }
+
+        RemoveActor(actor);
+        Lifecycle(actor, LifecycleEvent.ActorDestroy);
+        await actor.User.OnDestroy();
+    }
+
+    private async ValueTask RunDestroy()
+    {
+        if (IsClosed)
+        {
+            return;
+        }
+
+        foreach (var actor in _actorsByAccount.Values.OrderBy(a => a.Instance).ToList())
+        {
+            RemoveActor(actor);
+            Lifecycle(actor, LifecycleEvent.ActorDestroy);
+            await actor.User.OnDestroy();
+        }
+
+        Lifecycle(null, LifecycleEvent.StageDestroy);
+        await _stage!.OnDestroy();
+        CloseNow(ErrorCodes.StageNotFound);
+    }
+
+    private void RemoveActor(ActorHost actor)
+    {
+        actor.IsJoined = false;
+        _actorsByAccount.Remove(actor.AccountId);
+        _actorOrder.Remove(actor.User);
+        _server.UnbindActor(actor);
+        actor.Session = null;
+    }
+
+    /// <summary>Closes the stage: timers stop, the registry forgets it, and queued messages fail with <paramref name="errorCode"/>.</summary>
+    private void CloseNow(ushort errorCode)
+    {
+        List<StageMessage> orphans;
+        lock (_gate)
+        {
+            _state = StageState.Closed;
+            orphans = [.. _mailbox];
+            _mailbox.Clear();
+            _externalQueued = 0;
+        }
+
+        foreach (var timer in _timers.Values.ToList())
+        {
+            timer.Cancel();
+        }
+
+        _timers.Clear();
+        _gameLoop?.Stop();
+        _gameLoop = null;
+        _server.RemoveStage(this);
+        for (var i = 0; i < orphans.Count; i++)
+        {
+            var orphan = orphans[i];
+            FailMessage(ref orphan, errorCode);
+        }
+    }
+
+    /// <summary>Ends a message that will not run: its request gets an error reply and its payload is released.</summary>
+    private void FailMessage(ref StageMessage message, ushort errorCode)
+    {
+        switch (message.Kind)
+        {
+            case StageWorkKind.Join:
+                _server.TryReplyError(message.Reply, errorCode == ErrorCodes.StageNotFound ? ErrorCodes.StageNotFound : ErrorCodes.CreateStageFailed, StageId);
+                _server.OnJoinFailed(message.Session!);
+                break;
+            case StageWorkKind.ReplyCallback:
+                // The requester still hears its outcome exactly once, with the reply it got.
+                RunReplyCallback(ref message);
+                break;
+            case StageWorkKind.OffStageResult:
+                ((IStageCompletion)message.State!).Complete(this);
+                break;
+            case StageWorkKind.Timer:
+                ((StageTimer)message.State!).OnTickDiscarded();
+                break;
+            default:
+                if (message.Reply.IsRequest)
+                {
+                    _server.TryReplyError(message.Reply, errorCode, StageId);
+                }
+
+                break;
+        }
+
+        message.Payload.DisposeIfOwner();
+    }
+
+    private void Lifecycle(ActorHost? actor, LifecycleEvent lifecycleEvent) =>
+        _server.Observer.OnLifecycle(NodeId, StageId, actor?.Instance ?? 0, actor?.AccountId ?? 0, lifecycleEvent);
+
+    // ---- IStageLink: sending ----
+
+    public void Reply(in Packet request, ushort errorCode) => _server.SendReply(request.ReplyToken, request.MsgId, Payload.Empty, errorCode, StageId);
+
+    public void Reply(in Packet request, string msgId, Payload payload, ushort errorCode = ErrorCodes.Success) =>
+        _server.SendReply(request.ReplyToken, msgId, payload.Move("reply"), errorCode, StageId);
+
+    public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) =>
+        _server.SendOneWay(nodeId, stageId, msgId, payload.Move("mesh"), StageId);
+
+    public Task<Response> RequestToStage(string nodeId, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
+        _server.RequestAsync(nodeId, stageId, msgId, payload.Move("mesh"), timeout, this, SystemOp.None, stageType: null);
+
+    public void RequestToStage(string nodeId, long stageId, string msgId, Payload payload, Action<Response> callback, TimeSpan? timeout = null) =>
+        _server.RequestWithCallback(nodeId, stageId, msgId, payload.Move("mesh"), callback, timeout, this);
+
+    public void SendToApi(string nodeId, string msgId, Payload payload) => SendToStage(nodeId, 0, msgId, payload);
+
+    public Task<Response> RequestToApi(string nodeId, string msgId, Payload payload, TimeSpan? timeout = null) =>
+        RequestToStage(nodeId, 0, msgId, payload, timeout);
+
+    public void RequestToApi(string nodeId, string msgId, Payload payload, Action<Response> callback, TimeSpan? timeout = null) =>
+        RequestToStage(nodeId, 0, msgId, payload, callback, timeout);
+
+    public void SendToClient(IActor actor, string msgId, Payload payload)
+    {
+        ArgumentNullException.ThrowIfNull(actor);
+        actor.Link.SendToClient(msgId, payload);
+    }
+
+    public void CloseStage()
+    {
+        if (_closeRequested)
+        {
+            return;
+        }
+
+        _closeRequested = true;
+        Post(new StageMessage { Kind = StageWorkKind.Destroy });
+    }
+
+    // ---- Timers ----
+
+    public long AddRepeatTimer(TimeSpan initialDelay, TimeSpan period, Action callback) => AddTimer(initialDelay, period, 0, callback);
+
+    public long AddCountTimer(TimeSpan initialDelay, TimeSpan period, int count, Action callback)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(count);
+        return AddTimer(initialDelay, period, count, callback);
+    }
+
+    public bool CancelTimer(long timerId)
+    {
+        if (!_timers.Remove(timerId, out var timer))
+        {
+            return false;
+        }
+
+        timer.Cancel();
+        return true;
+    }
+
+    public bool HasTimer(long timerId) => _timers.ContainsKey(timerId);
+
+    private long AddTimer(TimeSpan initialDelay, TimeSpan period, int count, Action callback)
+    {
+        ArgumentNullException.ThrowIfNull(callback);
+        ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(period, TimeSpan.Zero);
+        ArgumentOutOfRangeException.ThrowIfLessThan(initialDelay, TimeSpan.Zero);
+
+        // Timer ids are scoped to this stage: two stages may both own timer 1 (PlayHouse shared one table, B13).
+        var id = ++_nextTimerId;
+        var timer = new StageTimer(this, id, count, callback);
+        _timers.Add(id, timer);
+        timer.Start(initialDelay, period);
+        return id;
+    }
+
+    /// <summary>Posts a timer tick unless the timer already has the maximum of ticks waiting (then it is coalesced and counted).</summary>
+    internal void PostTick(StageWorkKind kind, ITickSource source)
+    {
+        lock (_gate)
+        {
+            if (_state == StageState.Closed || !source.IsActive)
+            {
+                return;
+            }
+
+            if (source.PendingTicks >= Options.TimerPendingTicksMax)
+            {
+                Counters.AddTimerTickCoalesced();
+                return;
+            }
+
+            source.PendingTicks++;
+        }
+
+        Post(new StageMessage { Kind = kind, State = source });
+    }
+
+    private void RunTimer(StageTimer timer)
+    {
+        lock (_gate)
+        {
+            timer.PendingTicks--;
+        }
+
+        if (!timer.IsActive)
+        {
+            return;
+        }
+
+        timer.Callback();
+        if (timer.CountRemaining > 0 && --timer.CountRemaining == 0)
+        {
+            CancelTimer(timer.Id);
+        }
+    }
+
+    // ---- Game loop ----
+
+    public void StartGameLoop(TimeSpan fixedStep, Action<GameLoopStep> callback, int catchUpStepsMax = 5)
+    {
+        ArgumentNullException.ThrowIfNull(callback);
+        ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(fixedStep, TimeSpan.Zero);
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(catchUpStepsMax);
+        if (_gameLoop is not null)
+        {
+            throw new InvalidOperationException($"Stage {StageId} already runs a game loop; stop it first.");
+        }
+
+        _gameLoop = new GameLoop(this, fixedStep, catchUpStepsMax, callback);
+        _gameLoop.Start();
+    }
+
+    public void StopGameLoop()
+    {
+        _gameLoop?.Stop();
+        _gameLoop = null;
+    }
+
+    private void RunGameLoop(GameLoop loop)
+    {
+        lock (_gate)
+        {
+            loop.PendingTicks--;
+        }
+
+        if (!loop.IsActive)
+        {
+            return;
+        }
+
+        var dropped = loop.RunDueSteps();
+        if (dropped > 0)
+        {
+            Counters.AddGameLoopStepsDropped(dropped);
+        }
+    }
+
+    // ---- Off-stage work ----
+
+    public void RunOffStage<T>(Func<T> work, Action<OffStageResult<T>> continuation)
+    {
+        ArgumentNullException.ThrowIfNull(work);
+        ArgumentNullException.ThrowIfNull(continuation);
+        StartOffStage(new OffStageWork<T>(this, work, null, continuation));
+    }
+
+    public void RunOffStageAsync<T>(Func<Task<T>> work, Action<OffStageResult<T>> continuation)
+    {
+        ArgumentNullException.ThrowIfNull(work);
+        ArgumentNullException.ThrowIfNull(continuation);
+        StartOffStage(new OffStageWork<T>(this, null, work, continuation));
+    }
+
+    private void StartOffStage<T>(OffStageWork<T> work)
+    {
+        if (_offStageInFlight >= Options.OffStageInFlightMax)
+        {
+            Counters.AddOffStageRefused();
+            work.Refuse();
+            PostCompletion(work);
+            return;
+        }
+
+        _offStageInFlight++;
+        _server.Executor.Schedule(work);
+    }
+
+    internal void OnOffStageCompleted() => _offStageInFlight--;
+
+    /// <summary>Posts a completion of the stage's own operation; these bypass the mailbox cap because each
+    /// stands for work the stage started, which is itself capped.</summary>
+    internal void PostCompletion(IStageCompletion completion)
+    {
+        if (!Post(new StageMessage { Kind = StageWorkKind.OffStageResult, State = completion }))
+        {
+            // The stage closed meanwhile: nothing is left to continue.
+            _offStageInFlight = Math.Max(0, _offStageInFlight - 1);
+        }
+    }
+
+    internal bool PostReplyCallback(Action<Response> callback, in Response response) =>
+        Post(new StageMessage
+        {
+            Kind = StageWorkKind.ReplyCallback,
+            State = callback,
+            MsgId = response.MsgId,
+            ErrorCode = response.ErrorCode,
+            Payload = response.Payload,
+        });
+
+    internal void AddActorForTests(ActorHost actor) => _actorsByAccount[actor.AccountId] = actor;
+
+    public override string ToString() => $"Stage({NodeId}/{StageId}, {StageType})";
+}
+
+/// <summary>Something that posts ticks into a stage (a timer or a game loop).</summary>
+internal interface ITickSource
+{
+    int PendingTicks { get; set; }
+
+    bool IsActive { get; }
+}
+
+/// <summary>A per-stage timer: the clock's timer posts ticks; the callback runs in a stage turn.</summary>
+internal sealed class StageTimer(StageHost stage, long id, int count, Action callback) : ITickSource
+{
+    private ITimer? _timer;
+    private volatile bool _active = true;
+
+    public long Id { get; } = id;
+
+    public Action Callback { get; } = callback;
+
+    /// <summary>Callbacks left for a count timer (0 for a repeat timer). Ticks that were coalesced do not count.</summary>
+    public int CountRemaining { get; set; } = count;
+
+    public int PendingTicks { get; set; }
+
+    public bool IsActive => _active;
+
+    public void Start(TimeSpan initialDelay, TimeSpan period)
+    {
+        _timer = stage.Time.CreateTimer(static s => ((StageTimer)s!).Fire(), this, initialDelay, period);
+    }
+
+    public void Cancel()
+    {
+        _active = false;
+        _timer?.Dispose();
+    }
+
+    public void OnTickDiscarded() => PendingTicks = Math.Max(0, PendingTicks - 1);
+
+    private void Fire() => stage.PostTick(StageWorkKind.Timer, this);
+}
+
+/// <summary>
+/// A fixed-timestep loop. The clock ticks every step; each tick runs as many whole steps as real (or virtual)
+/// time has accumulated, at most the catch-up cap; steps beyond the cap are dropped and counted.
+/// </summary>
+internal sealed class GameLoop(StageHost stage, TimeSpan fixedStep, int catchUpStepsMax, Action<GameLoopStep> callback) : ITickSource
+{
+    private ITimer? _timer;
+    private volatile bool _active;
+    private long _lastTimestamp;
+    private TimeSpan _accumulated;
+    private TimeSpan _total;
+    private long _stepIndex;
+
+    public int PendingTicks { get; set; }
+
+    public bool IsActive => _active;
+
+    public void Start()
+    {
+        _active = true;
+        _lastTimestamp = stage.Time.GetTimestamp();
+        _timer = stage.Time.CreateTimer(static s => ((GameLoop)s!).Fire(), this, fixedStep, fixedStep);
+    }
+
+    public void Stop()
+    {
+        _active = false;
+        _timer?.Dispose();
+    }
+
+    /// <summary>Runs the due steps; returns how many steps were dropped by the catch-up cap.</summary>
+    public long RunDueSteps()
+    {
+        var now = stage.Time.GetTimestamp();
+        _accumulated += stage.Time.GetElapsedTime(_lastTimestamp, now);
+        _lastTimestamp = now;
+        var cap = fixedStep * catchUpStepsMax;
+        long dropped = 0;
+        if (_accumulated > cap)
+        {
+            dropped = (_accumulated - cap).Ticks / fixedStep.Ticks;
+            _accumulated -= fixedStep * dropped;
+        }
+
+        while (_accumulated >= fixedStep && _active)
+        {
+            _accumulated -= fixedStep;
+            _total += fixedStep;
+            callback(new GameLoopStep(fixedStep, _total, ++_stepIndex));
+        }
+
+        return dropped;
+    }
+
+    private void Fire() => stage.PostTick(StageWorkKind.GameLoop, this);
+}
+
+/// <summary>Work run off the stage on the executor; its result is posted back into the stage's mailbox.</summary>
+internal sealed class OffStageWork<T>(StageHost stage, Func<T>? work, Func<Task<T>>? asyncWork, Action<OffStageResult<T>> continuation)
+    : IThreadPoolWorkItem, IStageCompletion
+{
+    private OffStageResult<T> _result;
+    private bool _counted = true;
+
+    public void Refuse()
+    {
+        _counted = false;
+        _result = new OffStageResult<T>(default, null, ErrorCodes.OffStageQueueFull);
+    }
+
+    public void Execute()
+    {
+        // Off-stage code must not see the stage's context, or its awaits would hop back onto the stage.
+        var previous = SynchronizationContext.Current;
+        SynchronizationContext.SetSynchronizationContext(null);
+        try
+        {
+            if (work is not null)
+            {
+                try
+                {
+                    _result = new OffStageResult<T>(work(), null, ErrorCodes.Success);
+                }
+                catch (Exception ex)
+                {
+                    _result = new OffStageResult<T>(default, ex, ErrorCodes.HandlerFailed);
+                }
+
+                stage.PostCompletion(this);
+            }
+            else
+            {
+                _ = RunAsync();
+            }
+        }
+        finally
+        {
+            SynchronizationContext.SetSynchronizationContext(previous);
+        }
+    }
+
+    public void Complete(StageHost host)
+    {
+        if (_counted)
+        {
+            host.OnOffStageCompleted();
+        }
+
+        continuation(_result);
+    }
+
+    private async Task RunAsync()
+    {
+        try
+        {
+            var value = await asyncWork!().ConfigureAwait(false);
+            _result = new OffStageResult<T>(value, null, ErrorCodes.Success);
+        }
+        catch (Exception ex)
+        {
+            _result = new OffStageResult<T>(default, ex, ErrorCodes.HandlerFailed);
+        }
+
+        stage.PostCompletion(this);
+    }
+}

@@ -1,0 +1,26 @@
+using PlayHouse.Core.Pooling;
+
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>One mailbox entry. A struct, so a steady stream of messages allocates nothing in the queue.</summary>
+internal struct StageMessage
+{
+    public StageWorkKind Kind;
+
+    /// <summary>True for messages from outside the stage (clients, other stages); only these count against the cap.</summary>
+    public bool External;
+    public string? MsgId;
+    public Payload Payload;
+    public ReplyToken Reply;
+    public ActorHost? Actor;
+    public ClientSession? Session;
+    public object? State;
+    public ushort ErrorCode;
+    public bool Connected;
+}
+
+/// <summary>A completion that runs on the stage when its mailbox entry comes up.</summary>
+internal interface IStageCompletion
+{
+    void Complete(StageHost stage);
+}
