@@ -55,6 +55,9 @@ internal sealed class ClientSession(PlayServer server, long sessionId, IClientCo
 
     public ActorHost? Actor { get; set; }
 
+    /// <summary>True once a join succeeded; a failed later join returns the session to Authenticated, not New.</summary>
+    public bool AuthenticatedBefore { get; set; }
+
     public void Send(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
     {
         if (!Connection.TrySend(msgId, msgSeq, stageId, errorCode, payload))

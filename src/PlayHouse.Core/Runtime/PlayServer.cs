@@ -149,13 +149,22 @@ public sealed class PlayServer : ServerNode
                 break;
         }
 
+        var actor = session.Actor;
         if (string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
         {
-            RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.AlreadyAuthenticated);
+            // A session whose actor left its stage may authenticate into a stage again.
+            if (actor is null)
+            {
+                BeginJoin(session, msgId, msgSeq, stageId, payload);
+            }
+            else
+            {
+                RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.AlreadyAuthenticated);
+            }
+
             return;
         }
 
-        var actor = session.Actor;
         if (actor is null || actor.Host.StageId != stageId)
         {
             RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.NotInStage);
@@ -353,6 +362,7 @@ public sealed class PlayServer : ServerNode
             }
 
             session.State = SessionState.Authenticated;
+            session.AuthenticatedBefore = true;
             session.Actor = actor;
             actor.Session = session;
         }
@@ -371,7 +381,7 @@ public sealed class PlayServer : ServerNode
         {
             if (session.State == SessionState.Authenticating)
             {
-                session.State = SessionState.New;
+                session.State = session.AuthenticatedBefore ? SessionState.Authenticated : SessionState.New;
             }
         }
     }
@@ -383,8 +393,8 @@ public sealed class PlayServer : ServerNode
             var session = actor.Session;
             if (session is not null && ReferenceEquals(session.Actor, actor))
             {
+                // The session stays authenticated; with no actor its messages get NotInStage until it joins again.
                 session.Actor = null;
-                session.State = SessionState.New;
             }
         }
     }
