@@ -171,7 +171,10 @@ internal sealed class LifecycleRecorder : RuntimeObserver
 
     public List<(long StageId, long Actor, LifecycleEvent Event)> Lifecycle { get; } = [];
 
-    public List<(ulong MsgSeq, RequestOutcome Outcome, ushort ErrorCode)> Requests { get; } = [];
+    public List<(string NodeId, ulong MsgSeq, RequestOutcome Outcome, ushort ErrorCode)> Requests { get; } = [];
+
+    /// <summary>Completions of requests issued by one node.</summary>
+    public IEnumerable<(string NodeId, ulong MsgSeq, RequestOutcome Outcome, ushort ErrorCode)> RequestsOf(string nodeId) => Requests.Where(r => r.NodeId == nodeId);
 
     /// <summary>The most handlers of one stage that were ever active at once (must stay 1).</summary>
     public int MaxConcurrentHandlers { get; private set; }
@@ -180,7 +183,7 @@ internal sealed class LifecycleRecorder : RuntimeObserver
         Lifecycle.Add((stageId, actorInstance, lifecycleEvent));
 
     public override void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode) =>
-        Requests.Add((msgSeq, outcome, errorCode));
+        Requests.Add((nodeId, msgSeq, outcome, errorCode));
 
     public override void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId)
     {
