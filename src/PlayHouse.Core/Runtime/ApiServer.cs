@@ -78,7 +78,8 @@ public sealed class ApiServer : ServerNode, IApiLink
     /// <summary>One API message in flight: runs the handler, then releases the payload it lent.</summary>
     private sealed class ApiInvocation(ApiServer server, ApiHandler handler, Packet packet) : IThreadPoolWorkItem
     {
-        public void Execute() => _ = RunAsync();
+        // API handlers run under the executor's context so their awaits resume through the executor seam.
+        public void Execute() => server.OffStageContext.Run(() => _ = RunAsync());
 
         private async Task RunAsync()
         {

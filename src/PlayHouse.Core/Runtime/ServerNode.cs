@@ -33,6 +33,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         Observer = seams.Observer;
         Options = options ?? new ServerOptions();
         Options.Validate();
+        OffStageContext = new ExecutorSynchronizationContext(Executor);
         Requests = new RequestTable(this);
     }
 
@@ -51,6 +52,9 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     public ServerOptions Options { get; }
 
     public ServerCounters Counters { get; } = new();
+
+    /// <summary>The context off-stage work and API handlers run under, so their awaits resume through the executor.</summary>
+    internal ExecutorSynchronizationContext OffStageContext { get; }
 
     /// <summary>The mesh this node sends through; wired by the cluster builder.</summary>
     public IMeshTransport? Mesh { get; set; }

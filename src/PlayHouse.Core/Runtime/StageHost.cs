@@ -99,6 +99,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     internal ServerCounters Counters => _server.Counters;
 
+    internal ExecutorSynchronizationContext OffStageContext => _server.OffStageContext;
+
     internal ServerOptions Options => _server.Options;
 
     /// <summary>Creates the user's stage object; called once, before the Create message is posted.</summary>
@@ -1005,9 +1007,10 @@ internal sealed class OffStageWork<T>(StageHost stage, Func<T>? work, Func<Task<
 
     public void Execute()
     {
-        // Off-stage code must not see the stage's context, or its awaits would hop back onto the stage.
+        // Off-stage code must not see the stage's context, or its awaits would hop back onto the stage; it runs
+        // under the executor's context instead, so its continuations stay on the executor seam.
         var previous = SynchronizationContext.Current;
-        SynchronizationContext.SetSynchronizationContext(null);
+        SynchronizationContext.SetSynchronizationContext(stage.OffStageContext);
         try
         {
             if (work is not null)
@@ -1048,7 +1051,7 @@ internal sealed class OffStageWork<T>(StageHost stage, Func<T>? work, Func<Task<
     {
         try
         {
-            var value = await asyncWork!().ConfigureAwait(false);
+            var value = await asyncWork!();
             _result = new OffStageResult<T>(value, null, ErrorCodes.Success);
         }
         catch (Exception ex)

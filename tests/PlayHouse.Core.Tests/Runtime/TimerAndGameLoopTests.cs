@@ -1,0 +1,225 @@
+using PlayHouse.Core.Runtime;
+
+namespace PlayHouse.Core.Tests.Runtime;
+
+public sealed class TimerAndGameLoopTests
+{
+    [Fact]
+    public void TwoStagesWithTimerIdOne_EachFireTheirOwnCountAndCancelOnlyTheirOwn()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        h.CreateStage(2);
+        var fired = new Dictionary<long, int> { [1] = 0, [2] = 0 };
+        var id1 = h.Stages[1].Link.AddCountTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), 5, () => fired[1]++);
+        var id2 = h.Stages[2].Link.AddCountTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), 5, () => fired[2]++);
+        h.Advance(TimeSpan.FromMilliseconds(20));
+        var cancelled = h.Stages[1].Link.CancelTimer(id1);
+        h.Advance(TimeSpan.FromSeconds(1));
+
+        Assert.Equal(1, id1);
+        Assert.Equal(1, id2);
+        Assert.True(cancelled);
+        Assert.Equal(2, fired[1]);
+        Assert.Equal(5, fired[2]);
+        Assert.False(h.Stages[2].Link.HasTimer(id2));
+    }
+
+    [Fact]
+    public void RepeatTimer_FiresEveryPeriodUntilCancelled()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var ticks = new List<long>();
+        var id = h.Stages[1].Link.AddRepeatTimer(TimeSpan.Zero, TimeSpan.FromMilliseconds(100), () => ticks.Add(h.Clock.NowTicks));
+        h.Advance(TimeSpan.FromMilliseconds(350));
+        h.Stages[1].Link.CancelTimer(id);
+        h.Advance(TimeSpan.FromSeconds(1));
+
+        Assert.Equal([0L, 1_000_000L, 2_000_000L, 3_000_000L], ticks);
+    }
+
+    [Fact]
+    public void TimerTicksWhileStageBusy_AreCoalescedToTheCapAndCounted()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var gate = new TaskCompletionSource();
+        var fired = 0;
+        h.Stages[1].OnServer = async (_, _) => await gate.Task;
+        h.Stages[1].Link.AddRepeatTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), () => fired++);
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
+        h.Pump();
+        h.Advance(TimeSpan.FromMilliseconds(100));
+
+        // Ten ticks fell due while the stage was busy; one waits in the mailbox, nine were coalesced.
+        Assert.Equal(0, fired);
+        Assert.Equal(9, h.Play.Counters.TimerTicksCoalesced);
+        gate.SetResult();
+        h.Pump();
+        Assert.Equal(1, fired);
+    }
+
+    [Fact]
+    public void CountTimer_WithCoalescedTicks_StillRunsExactlyCountCallbacks()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var gate = new TaskCompletionSource();
+        var fired = 0;
+        h.Stages[1].OnServer = async (_, _) => await gate.Task;
+        h.Stages[1].Link.AddCountTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), 3, () => fired++);
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
+        h.Pump();
+        h.Advance(TimeSpan.FromMilliseconds(50));
+        gate.SetResult();
+        h.Advance(TimeSpan.FromSeconds(1));
+
+        Assert.Equal(3, fired);
+        Assert.True(h.Play.Counters.TimerTicksCoalesced > 0);
+    }
+
+    [Fact]
+    public void GameLoop_RunsOneFixedStepPerPeriod()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var steps = new List<GameLoopStep>();
+        h.Stages[1].Link.StartGameLoop(TimeSpan.FromMilliseconds(50), steps.Add);
+        h.Advance(TimeSpan.FromMilliseconds(200));
+
+        Assert.Equal([1L, 2L, 3L, 4L], steps.Select(s => s.StepIndex));
+        Assert.Equal(TimeSpan.FromMilliseconds(200), steps[^1].TotalSimulated);
+        Assert.All(steps, s => Assert.Equal(TimeSpan.FromMilliseconds(50), s.FixedStep));
+    }
+
+    [Fact]
+    public void GameLoop_AfterLongStall_CatchesUpAtMostTheCapAndCountsTheRest()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var gate = new TaskCompletionSource();
+        var steps = 0;
+        h.Stages[1].OnServer = async (_, _) => await gate.Task;
+        h.Stages[1].Link.StartGameLoop(TimeSpan.FromMilliseconds(50), _ => steps++, catchUpStepsMax: 5);
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
+        h.Pump();
+        h.Advance(TimeSpan.FromSeconds(1));
+        gate.SetResult();
+        h.Pump();
+
+        // One second is twenty steps: five run in the catch-up, fifteen are dropped and counted.
+        Assert.Equal(5, steps);
+        Assert.Equal(15, h.Play.Counters.GameLoopStepsDropped);
+        h.Stages[1].Link.StopGameLoop();
+        Assert.False(h.Stages[1].Link.IsGameLoopRunning);
+    }
+
+    [Fact]
+    public void ClosedStage_StopsItsTimersAndGameLoop()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var armedBefore = h.Clock.ArmedTimerCount;
+        var fired = 0;
+        h.Stages[1].Link.AddRepeatTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), () => fired++);
+        h.Stages[1].Link.StartGameLoop(TimeSpan.FromMilliseconds(10), _ => fired++);
+        h.Stages[1].Link.CloseStage();
+        h.Pump();
+        h.Advance(TimeSpan.FromSeconds(1));
+
+        Assert.Equal(0, fired);
+        Assert.Equal(armedBefore, h.Clock.ArmedTimerCount);
+        Assert.False(h.Play.HasStage(1));
+    }
+
+    [Fact]
+    public void OffStageWork_ReturnsItsValueOnTheStage()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        SynchronizationContext? continuationContext = null;
+        var value = 0;
+        h.Stages[1].OnServer = (stage, _) =>
+        {
+            stage.Link.RunOffStage(() => 6 * 7, result =>
+            {
+                continuationContext = SynchronizationContext.Current;
+                value = result.Value;
+            });
+            return ValueTask.CompletedTask;
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Go", default);
+        h.Pump();
+
+        Assert.Equal(42, value);
+        Assert.Equal("StageSynchronizationContext", continuationContext?.GetType().Name);
+    }
+
+    [Fact]
+    public void OffStageWork_ThatThrows_HandsTheErrorToTheContinuation()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        OffStageResult<int> outcome = default;
+        h.Stages[1].OnServer = (stage, _) =>
+        {
+            stage.Link.RunOffStage<int>(() => throw new TimeoutException("db"), result => outcome = result);
+            return ValueTask.CompletedTask;
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Go", default);
+        h.Pump();
+
+        Assert.False(outcome.IsSuccess);
+        Assert.IsType<TimeoutException>(outcome.Error);
+        Assert.Equal(ErrorCodes.HandlerFailed, outcome.ErrorCode);
+    }
+
+    [Fact]
+    public void OffStageAsyncWork_RunsOffTheStageAndContinuesOnIt()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        SynchronizationContext? workContext = new();
+        var value = "";
+        h.Stages[1].OnServer = (stage, _) =>
+        {
+            stage.Link.RunOffStageAsync(
+                async () =>
+                {
+                    workContext = SynchronizationContext.Current;
+                    await Task.Delay(TimeSpan.FromMilliseconds(5), stage.Link.Time);
+                    return "io-done";
+                },
+                result => value = result.Value!);
+            return ValueTask.CompletedTask;
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Go", default);
+        h.Advance(TimeSpan.FromMilliseconds(5));
+
+        // The work ran under the executor's context, not the stage's, and its await came back through the executor.
+        Assert.IsType<Core.Seams.ExecutorSynchronizationContext>(workContext);
+        Assert.Equal("io-done", value);
+    }
+
+    [Fact]
+    public void OffStageWorkAtCap_IsRefusedWithOffStageQueueFull()
+    {
+        using var h = new RuntimeHarness(new Core.Runtime.ServerOptions { DefaultStageType = RuntimeHarness.StageType, OffStageInFlightMax = 1 });
+        h.CreateStage(1);
+        var codes = new List<ushort>();
+        h.Stages[1].OnServer = (stage, _) =>
+        {
+            stage.Link.RunOffStage(() => 1, r => codes.Add(r.ErrorCode));
+            stage.Link.RunOffStage(() => 2, r => codes.Add(r.ErrorCode));
+            return ValueTask.CompletedTask;
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Go", default);
+        h.Pump();
+
+        Assert.Equal(2, codes.Count);
+        Assert.Contains(ErrorCodes.OffStageQueueFull, codes);
+        Assert.Contains(ErrorCodes.Success, codes);
+        Assert.Equal(1, h.Play.Counters.OffStageRefused);
+    }
+}
