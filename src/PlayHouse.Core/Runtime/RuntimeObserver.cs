@@ -69,6 +69,11 @@ public abstract class RuntimeObserver
     {
     }
 
+    /// <summary>A request was registered and is about to be sent (requests that fail fast are never issued).</summary>
+    public virtual void OnRequestIssued(string nodeId, ulong msgSeq, string targetNodeId, long targetStageId, string msgId)
+    {
+    }
+
     /// <summary>A request issued by this node completed (exactly once per request).</summary>
     public virtual void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode)
     {

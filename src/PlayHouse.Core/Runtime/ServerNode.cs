@@ -298,6 +298,8 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             fromStage!.NoteAwaiting(request);
         }
 
+        Observer.OnRequestIssued(NodeId, request.MsgSeq, targetNodeId, stageId, msgId);
+
         var sent = SendMesh(targetNodeId, new MeshMessage
         {
             MsgSeq = request.MsgSeq,
