@@ -6,8 +6,8 @@ namespace PlayHouse.Core.Tests.Codec;
 
 public sealed class ClientFrameDecoderTests
 {
-    private static readonly CopiedFrame First = new("로그인요청", 1, 1001, 0, 0, WireBytes.Pattern(64, seed: 3));
-    private static readonly CopiedFrame Second = new("Echo", 0, -5, 0, 0, WireBytes.Pattern(5, seed: 9));
+    private static CopiedFrame First { get; } = new("로그인요청", 1, 1001, 0, 0, WireBytes.Pattern(64, seed: 3));
+    private static CopiedFrame Second { get; } = new("Echo", 0, -5, 0, 0, WireBytes.Pattern(5, seed: 9));
 
     private static byte[] Encode(CopiedFrame frame) => WireBytes.Client(frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
 
