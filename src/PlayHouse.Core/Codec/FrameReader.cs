@@ -262,7 +262,7 @@ internal sealed class FrameReader : IDisposable
             var compressed = payload;
             try
             {
-                payload = Inflate(new ReadOnlySequence<byte>(compressed.Memory), fields.OriginalSize);
+                payload = Inflate(compressed.Span, fields.OriginalSize);
             }
             finally
             {
@@ -354,30 +354,36 @@ internal sealed class FrameReader : IDisposable
         return payload;
     }
 
-    /// <summary>Inflates into a fresh pooled payload; on any failure the new payload goes back to the pool.</summary>
+    /// <summary>Inflates a payload held in pipe segments; a split one is gathered first because a decompressor takes one span.</summary>
     private Payload Inflate(ReadOnlySequence<byte> compressed, int originalSize)
     {
-        var scratch = Payload.Empty;
+        if (compressed.IsSingleSegment)
+        {
+            return Inflate(compressed.FirstSpan, originalSize);
+        }
+
+        var scratch = _pool.Rent((int)compressed.Length, CompressedOwner);
+        try
+        {
+            compressed.CopyTo(scratch.WritableSpan);
+            return Inflate(scratch.Span, originalSize);
+        }
+        finally
+        {
+            scratch.Dispose();
+        }
+    }
+
+    /// <summary>Inflates into a fresh pooled payload; on any failure the new payload goes back to the pool.</summary>
+    private Payload Inflate(ReadOnlySpan<byte> compressed, int originalSize)
+    {
         var inflated = _pool.Rent(originalSize, _owner);
         try
         {
-            ReadOnlySpan<byte> source;
-            if (compressed.IsSingleSegment)
-            {
-                source = compressed.FirstSpan;
-            }
-            else
-            {
-                // A decompressor takes one span, so a payload split across pipe segments is gathered first.
-                scratch = _pool.Rent((int)compressed.Length, CompressedOwner);
-                compressed.CopyTo(scratch.WritableSpan);
-                source = scratch.Span;
-            }
-
             int written;
             try
             {
-                written = _decompressor!.Decompress(source, inflated.WritableSpan);
+                written = _decompressor!.Decompress(compressed, inflated.WritableSpan);
             }
             catch (Exception e)
             {
@@ -396,7 +402,6 @@ internal sealed class FrameReader : IDisposable
         finally
         {
             inflated.Dispose();
-            scratch.Dispose();
         }
     }
 

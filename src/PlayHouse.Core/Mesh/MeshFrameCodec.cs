@@ -110,9 +110,12 @@ public static class MeshFrameCodec
 
         var payloadBytes = frameLengthBytes - HeaderLengthBytes - headerBytes;
         ParseHeader(input.Slice(PrefixBytes, headerBytes), header, payloadBytes, streamOffsetBytes: 0);
-        payload = payloadBytes == 0
-            ? Payload.Empty
-            : pool.Copy(input.Slice(PrefixBytes + headerBytes, payloadBytes), options.PayloadOwner ?? nameof(MeshFrameDecoder));
+        if (payloadBytes > 0)
+        {
+            payload = pool.Rent(payloadBytes, options.PayloadOwner ?? nameof(MeshFrameDecoder));
+            input.Slice(PrefixBytes + headerBytes, payloadBytes).CopyTo(payload.WritableSpan);
+        }
+
         consumedBytes = FrameLengthBytes + frameLengthBytes;
         return true;
     }
