@@ -1,0 +1,237 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Text;
+using System.Text.Unicode;
+
+namespace PlayHouse.Core.Codec;
+
+/// <summary>
+/// Maps UTF-8 bytes (client msg ids, mesh server ids) to shared string instances, so a repeated id costs a lookup
+/// instead of an allocation. Entries are keyed by the bytes themselves: a lookup compares the full byte sequence
+/// of every candidate in its bucket, so two ids whose hashes collide can never be confused (PlayHouse's sender-id
+/// cache, bug B4, trusted a 32-bit FNV-1a hash alone and returned "costarring" for "liquid").
+/// The cache holds at most <see cref="Capacity"/> entries; when full it evicts with the CLOCK policy (an entry hit
+/// since the hand last passed gets a second chance), so a flood of one-off ids cannot push out the hot ones.
+/// </summary>
+/// <remarks>
+/// Thread-safe: one cache may serve every connection of a server. Lookups take a short uncontended lock.
+/// Eviction is decided by slot order and hit bits, never by hash order, so results are deterministic even
+/// though bucket hashes are seeded per process.
+/// </remarks>
+public sealed class Utf8StringCache
+{
+    public const int DefaultCapacity = 1024;
+
+    public const int DefaultMaxKeyBytes = 1024;
+
+    private readonly Entry[] _entries;
+    private readonly int[] _buckets;
+    private readonly int _bucketMask;
+    private readonly KeyHasher? _hasher;
+    private readonly Lock _gate = new();
+    private int _count;
+    private int _clockHand;
+    private long _hits;
+    private long _misses;
+    private long _evictions;
+    private long _bypasses;
+    private long _invalidInputs;
+
+    /// <param name="capacity">The most entries held at once.</param>
+    /// <param name="maxKeyBytes">Longer inputs are decoded but not cached (counted as bypasses).</param>
+    public Utf8StringCache(int capacity = DefaultCapacity, int maxKeyBytes = DefaultMaxKeyBytes)
+        : this(capacity, maxKeyBytes, hasher: null)
+    {
+    }
+
+    /// <summary>Lets tests force collisions (for example every key in one bucket) to exercise the equality check.</summary>
+    internal Utf8StringCache(int capacity, int maxKeyBytes, KeyHasher? hasher)
+    {
+        ArgumentOutOfRangeException.ThrowIfLessThan(capacity, 1);
+        ArgumentOutOfRangeException.ThrowIfGreaterThan(capacity, 1 << 24);
+        ArgumentOutOfRangeException.ThrowIfLessThan(maxKeyBytes, 1);
+        Capacity = capacity;
+        MaxKeyBytes = maxKeyBytes;
+        _hasher = hasher;
+        _entries = new Entry[capacity];
+
+        // Twice as many buckets as entries keeps chains short at full capacity; a power of two makes the index a mask.
+        var bucketCount = (int)Math.Max(2, System.Numerics.BitOperations.RoundUpToPowerOf2((uint)capacity * 2));
+        _buckets = new int[bucketCount];
+        _bucketMask = bucketCount - 1;
+    }
+
+    internal delegate uint KeyHasher(ReadOnlySpan<byte> key);
+
+    public int Capacity { get; }
+
+    public int MaxKeyBytes { get; }
+
+    /// <summary>
+    /// Returns the string for <paramref name="utf8"/>: the cached instance when these exact bytes were seen before,
+    /// otherwise a new string that is cached (evicting one entry when full). Returns false, caching nothing, when
+    /// the bytes are not valid UTF-8.
+    /// </summary>
+    public bool TryGetString(ReadOnlySpan<byte> utf8, [NotNullWhen(true)] out string? value)
+    {
+        if (utf8.IsEmpty)
+        {
+            value = string.Empty;
+            lock (_gate)
+            {
+                _hits++;
+            }
+
+            return true;
+        }
+
+        if (utf8.Length > MaxKeyBytes)
+        {
+            return Bypass(utf8, out value);
+        }
+
+        var hash = _hasher is null ? DefaultHash(utf8) : _hasher(utf8);
+        lock (_gate)
+        {
+            var bucket = (int)(hash & (uint)_bucketMask);
+            for (var i = _buckets[bucket] - 1; i >= 0; i = _entries[i].Next - 1)
+            {
+                ref var entry = ref _entries[i];
+                if (entry.Hash == hash && utf8.SequenceEqual(entry.Key))
+                {
+                    entry.Referenced = true;
+                    _hits++;
+                    value = entry.Value!;
+                    return true;
+                }
+            }
+
+            _misses++;
+            if (!Utf8.IsValid(utf8))
+            {
+                _invalidInputs++;
+                value = null;
+                return false;
+            }
+
+            value = Encoding.UTF8.GetString(utf8);
+            var slot = _count < Capacity ? _count++ : Evict();
+
+            // New entries start without the hit bit: an id seen once is the first to go, a repeated one earns a second chance.
+            _entries[slot] = new Entry
+            {
+                Key = utf8.ToArray(),
+                Value = value,
+                Hash = hash,
+                Next = _buckets[bucket],
+                Referenced = false,
+            };
+            _buckets[bucket] = slot + 1;
+            return true;
+        }
+    }
+
+    /// <summary>Like <see cref="TryGetString"/>, throwing <see cref="ArgumentException"/> for invalid UTF-8.</summary>
+    public string GetString(ReadOnlySpan<byte> utf8)
+    {
+        if (!TryGetString(utf8, out var value))
+        {
+            throw new ArgumentException($"The bytes {Convert.ToHexString(utf8)} are not valid UTF-8.", nameof(utf8));
+        }
+
+        return value;
+    }
+
+    public Utf8StringCacheStatistics GetStatistics()
+    {
+        lock (_gate)
+        {
+            return new Utf8StringCacheStatistics(_hits, _misses, _evictions, _bypasses, _invalidInputs, _count, Capacity);
+        }
+    }
+
+    private static uint DefaultHash(ReadOnlySpan<byte> key)
+    {
+        // HashCode is seeded per process, which keeps crafted colliding ids from degrading every lookup into a
+        // chain walk; correctness never depends on it because candidates are compared byte for byte.
+        var hasher = default(HashCode);
+        hasher.AddBytes(key);
+        return (uint)hasher.ToHashCode();
+    }
+
+    private bool Bypass(ReadOnlySpan<byte> utf8, [NotNullWhen(true)] out string? value)
+    {
+        var valid = Utf8.IsValid(utf8);
+        lock (_gate)
+        {
+            _bypasses++;
+            if (!valid)
+            {
+                _invalidInputs++;
+            }
+        }
+
+        value = valid ? Encoding.UTF8.GetString(utf8) : null;
+        return valid;
+    }
+
+    private int Evict()
+    {
+        // CLOCK: clear hit bits as the hand passes and take the first entry without one. The loop ends within two
+        // turns because the first turn clears every bit.
+        while (_entries[_clockHand].Referenced)
+        {
+            _entries[_clockHand].Referenced = false;
+            _clockHand = (_clockHand + 1) % Capacity;
+        }
+
+        var victim = _clockHand;
+        _clockHand = (_clockHand + 1) % Capacity;
+        Unlink(victim);
+        _evictions++;
+        return victim;
+    }
+
+    private void Unlink(int slot)
+    {
+        var bucket = (int)(_entries[slot].Hash & (uint)_bucketMask);
+        ref var link = ref _buckets[bucket];
+        while (link - 1 != slot)
+        {
+            if (link == 0)
+            {
+                throw new InvalidOperationException($"Cache slot {slot} is missing from its bucket chain {bucket}.");
+            }
+
+            link = ref _entries[link - 1].Next;
+        }
+
+        link = _entries[slot].Next;
+        _entries[slot] = default;
+    }
+
+    private struct Entry
+    {
+        public byte[] Key;
+        public string? Value;
+        public uint Hash;
+
+        /// <summary>The next entry in the bucket chain as index + 1; 0 ends the chain.</summary>
+        public int Next;
+
+        /// <summary>The CLOCK hit bit.</summary>
+        public bool Referenced;
+    }
+}
+
+/// <summary>
+/// Counters of a <see cref="Utf8StringCache"/>. Hits + Misses + Bypasses == lookups. Evictions counts entries
+/// dropped to make room; Bypasses counts inputs longer than MaxKeyBytes, decoded without caching.
+/// </summary>
+public readonly record struct Utf8StringCacheStatistics(
+    long Hits,
+    long Misses,
+    long Evictions,
+    long Bypasses,
+    long InvalidInputs,
+    int Count,
+    int Capacity);
