@@ -297,7 +297,7 @@ public sealed class SimNetwork
             }
 
             _open.Remove(side.ConnectionId);
-            if (!side.IsClosedNotified)
+            if (side.TryScheduleClose())
             {
                 side.MarkClosed();
                 Schedule(_world.NowTicks, NetEventKind.Closed, side, default, reason);
@@ -418,11 +418,7 @@ public sealed class SimNetwork
                 DeliverStreamData(e);
                 break;
             case NetEventKind.Closed:
-                if (!target!.IsClosedNotified || target.Epoch == e.Epoch)
-                {
-                    target.NotifyClosed(e.Reason ?? "closed");
-                }
-
+                target!.NotifyClosed(e.Reason ?? "closed");
                 break;
             default:
                 throw new InvalidOperationException($"Unknown network event {e.Kind}.");

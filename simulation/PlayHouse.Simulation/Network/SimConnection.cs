@@ -1,0 +1,128 @@
+namespace PlayHouse.Simulation.Network;
+
+/// <summary>Receives bytes from a stream connection. The span is valid only during the call.</summary>
+public delegate void StreamDataHandler(ReadOnlySpan<byte> data);
+
+/// <summary>
+/// One end of a simulated stream connection. Bytes arrive at the other end in order, possibly split into
+/// chunks at any offset, or the connection breaks and both ends hear <see cref="Closed"/> exactly once.
+/// </summary>
+/// <remarks>Not thread-safe; used on the simulation thread.</remarks>
+public sealed class SimConnection
+{
+    private readonly SimNetwork _network;
+    private bool _closeScheduled;
+
+    internal SimConnection(SimNetwork network, long connectionId, string localEndpoint, string remoteEndpoint)
+    {
+        _network = network;
+        ConnectionId = connectionId;
+        LocalEndpoint = localEndpoint;
+        RemoteEndpoint = remoteEndpoint;
+    }
+
+    public long ConnectionId { get; }
+
+    public string LocalEndpoint { get; }
+
+    public string RemoteEndpoint { get; }
+
+    /// <summary>True until this end closed, was reset, or heard that the peer closed.</summary>
+    public bool IsOpen { get; private set; } = true;
+
+    /// <summary>Bytes sent from this end and not yet delivered (the send queue the path's cap applies to).</summary>
+    public int QueuedBytes { get; internal set; }
+
+    /// <summary>The reason this end closed, once it has.</summary>
+    public string? CloseReason { get; private set; }
+
+    /// <summary>Called with each chunk of bytes that arrives at this end.</summary>
+    public StreamDataHandler? Received { get; set; }
+
+    /// <summary>Called once when the connection closes or breaks (not for a local <see cref="Close"/>).</summary>
+    public Action<string>? Closed { get; set; }
+
+    internal SimConnection? Peer { get; set; }
+
+    /// <summary>Bumped when this end closes, so bytes still in flight towards it are discarded.</summary>
+    internal int Epoch { get; private set; }
+
+    internal long LastArrivalTicks { get; set; }
+
+    internal bool IsAccepted { get; set; }
+
+    internal bool IsClosedNotified { get; private set; }
+
+    /// <summary>Queues bytes for the peer; false when closed or when the send queue would pass its cap.</summary>
+    public bool Send(ReadOnlySpan<byte> bytes)
+    {
+        if (!IsOpen || Peer is null)
+        {
+            return false;
+        }
+
+        return bytes.IsEmpty || _network.StreamSend(this, bytes);
+    }
+
+    /// <summary>Closes gracefully: bytes already sent still arrive, then the peer hears the close.</summary>
+    public void Close(string reason)
+    {
+        if (!IsOpen)
+        {
+            return;
+        }
+
+        CloseReason = reason;
+        MarkClosed();
+        IsClosedNotified = true;
+        if (Peer is not null)
+        {
+            _network.StreamClose(this, reason);
+        }
+    }
+
+    /// <summary>Breaks the connection at once: bytes in flight are lost and both ends hear the reset.</summary>
+    public void Reset(string reason)
+    {
+        if (IsClosedNotified && (Peer is null || Peer.IsClosedNotified))
+        {
+            return;
+        }
+
+        _network.StreamReset(this, reason);
+    }
+
+    public override string ToString() => $"Conn#{ConnectionId}({LocalEndpoint}->{RemoteEndpoint}{(IsOpen ? string.Empty : ", closed")})";
+
+    internal void MarkClosed()
+    {
+        IsOpen = false;
+        Epoch++;
+    }
+
+    internal bool TryScheduleClose()
+    {
+        if (_closeScheduled || IsClosedNotified)
+        {
+            return false;
+        }
+
+        _closeScheduled = true;
+        return true;
+    }
+
+    internal void NotifyClosed(string reason)
+    {
+        if (IsClosedNotified)
+        {
+            return;
+        }
+
+        IsClosedNotified = true;
+        CloseReason ??= reason;
+        MarkClosed();
+        Closed?.Invoke(reason);
+    }
+
+    internal void Deliver(ReadOnlySpan<byte> data) => Received?.Invoke(data);
+}
