@@ -22,6 +22,8 @@ public sealed partial class RouteHeader
         PayloadSize = 0;
         IsSystem = false;
         FromStageId = 0;
+        SenderAwaits = false;
+        StageType = string.Empty;
         _unknownFields = null;
     }
 }
