@@ -1,0 +1,401 @@
+using PlayHouse.Core.Codec;
+using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
+using PlayHouse.Simulation.Clients;
+using PlayHouse.Simulation.Network;
+
+namespace PlayHouse.Simulation.Cluster;
+
+/// <summary>A stage type as a cluster registers it on every play server (and again after a restart).</summary>
+public sealed record SimStageType(string Name, Func<IStageLink, IStage> StageFactory, Func<IActorLink, IActor> ActorFactory);
+
+/// <summary>
+/// Builds a simulated cluster: play servers, API servers, stage types, clients, the network and its faults,
+/// all from one seed. Child seeds are drawn once, in a fixed order: network, then each node, then each client,
+/// then the workload.
+/// </summary>
+public sealed class SimClusterBuilder(ulong seed)
+{
+    private readonly List<SimStageType> _stageTypes = [];
+    private readonly List<Action<ApiServer>> _apiSetups = [];
+    private int _playServers = 1;
+    private int _apiServers;
+    private int _clients;
+    private int _clientInFlightMax = 1024;
+    private ServerOptions _serverOptions = new();
+    private PathOptions _network = new();
+    private MeshSemantics _meshSemantics = MeshSemantics.Stream;
+    private SimWorldOptions _worldOptions = new();
+    private Func<SimCluster, RuntimeObserver>? _observer;
+
+    public ulong Seed { get; } = seed;
+
+    public SimClusterBuilder WithPlayServers(int count)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+        _playServers = count;
+        return this;
+    }
+
+    public SimClusterBuilder WithApiServers(int count)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+        _apiServers = count;
+        return this;
+    }
+
+    public SimClusterBuilder WithClients(int count, int inFlightMax = 1024)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+        _clients = count;
+        _clientInFlightMax = inFlightMax;
+        return this;
+    }
+
+    public SimClusterBuilder WithStage(string name, Func<IStageLink, IStage> stageFactory, Func<IActorLink, IActor> actorFactory)
+    {
+        _stageTypes.Add(new SimStageType(name, stageFactory, actorFactory));
+        return this;
+    }
+
+    public SimClusterBuilder WithApiHandlers(Action<ApiServer> setup)
+    {
+        _apiSetups.Add(setup);
+        return this;
+    }
+
+    public SimClusterBuilder WithServerOptions(ServerOptions options)
+    {
+        _serverOptions = options;
+        return this;
+    }
+
+    public SimClusterBuilder WithNetwork(PathOptions options)
+    {
+        _network = options;
+        return this;
+    }
+
+    public SimClusterBuilder WithMeshSemantics(MeshSemantics semantics)
+    {
+        _meshSemantics = semantics;
+        return this;
+    }
+
+    public SimClusterBuilder WithWorldOptions(SimWorldOptions options)
+    {
+        _worldOptions = options;
+        return this;
+    }
+
+    /// <summary>The observer every node reports to (checkers, tracing); made once the cluster exists.</summary>
+    public SimClusterBuilder WithObserver(Func<SimCluster, RuntimeObserver> observer)
+    {
+        _observer = observer;
+        return this;
+    }
+
+    public SimCluster Build()
+    {
+        var world = new SimWorld(Seed, _worldOptions);
+        var network = new SimNetwork(world, world.CreateRandom(), _network);
+        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics);
+        cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
+        for (var i = 1; i <= _playServers; i++)
+        {
+            cluster.AddNode($"play-{i}", SimNodeKind.Play);
+        }
+
+        for (var i = 1; i <= _apiServers; i++)
+        {
+            cluster.AddNode($"api-{i}", SimNodeKind.Api);
+        }
+
+        for (var i = 1; i <= _clients; i++)
+        {
+            cluster.AddClient($"client-{i}", _clientInFlightMax);
+        }
+
+        cluster.WorkloadSeed = world.NextChildSeed();
+        return cluster;
+    }
+}
+
+public enum SimNodeKind
+{
+    Play,
+    Api,
+}
+
+/// <summary>
+/// One simulated server process. A crash drops its state (stages, pending requests, memory) and resets its
+/// connections; a restart brings up a fresh incarnation with the same id.
+/// </summary>
+public sealed class SimNode
+{
+    internal SimNode(string nodeId, SimNodeKind kind, ulong seed)
+    {
+        NodeId = nodeId;
+        Kind = kind;
+        Seed = seed;
+    }
+
+    public string NodeId { get; }
+
+    public SimNodeKind Kind { get; }
+
+    public ulong Seed { get; }
+
+    public bool IsUp { get; internal set; }
+
+    /// <summary>1 for the first start, +1 per restart.</summary>
+    public int Incarnation { get; internal set; }
+
+    public ServerNode Server { get; internal set; } = null!;
+
+    public PlayServer? Play => Server as PlayServer;
+
+    public ApiServer? Api => Server as ApiServer;
+
+    public MessagePool Pool { get; internal set; } = null!;
+
+    public SimMeshTransport Mesh { get; internal set; } = null!;
+
+    public SimSessionStatistics Sessions { get; internal set; } = new();
+
+    /// <summary>The endpoint clients connect to (play servers only).</summary>
+    public string ClientEndpoint => "play:" + NodeId;
+
+    internal NodeExecutor Executor { get; set; } = null!;
+
+    internal NodeTimeProvider Time { get; set; } = null!;
+
+    public override string ToString() => $"{NodeId}#{Incarnation}{(IsUp ? string.Empty : " (down)")}";
+}
+
+/// <summary>A simulated cluster: its world, network, nodes and clients, and the fault verbs.</summary>
+public sealed class SimCluster : IDisposable
+{
+    private readonly ServerOptions _serverOptions;
+    private readonly IReadOnlyList<SimStageType> _stageTypes;
+    private readonly IReadOnlyList<Action<ApiServer>> _apiSetups;
+    private readonly MeshSemantics _meshSemantics;
+    private readonly List<SimNode> _nodes = [];
+    private readonly Dictionary<string, SimNode> _byId = new(StringComparer.Ordinal);
+    private readonly List<SimClient> _clients = [];
+
+    internal SimCluster(SimWorld world, SimNetwork network, ServerOptions serverOptions, IReadOnlyList<SimStageType> stageTypes, IReadOnlyList<Action<ApiServer>> apiSetups, MeshSemantics meshSemantics)
+    {
+        World = world;
+        Network = network;
+        _serverOptions = serverOptions;
+        _stageTypes = stageTypes;
+        _apiSetups = apiSetups;
+        _meshSemantics = meshSemantics;
+        ClientPool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+    }
+
+    public SimWorld World { get; }
+
+    public SimNetwork Network { get; }
+
+    public RuntimeObserver Observer { get; internal set; } = RuntimeObserver.None;
+
+    /// <summary>Shared msg-id strings: bounded, keyed by bytes with an equality check.</summary>
+    public Utf8StringCache MsgIds { get; } = new();
+
+    /// <summary>The pool the simulated clients' receive buffers come from.</summary>
+    public MessagePool ClientPool { get; }
+
+    public ulong WorkloadSeed { get; internal set; }
+
+    public IReadOnlyList<SimNode> Nodes => _nodes;
+
+    public IEnumerable<SimNode> PlayServers => _nodes.Where(n => n.Kind == SimNodeKind.Play);
+
+    public IEnumerable<SimNode> ApiServers => _nodes.Where(n => n.Kind == SimNodeKind.Api);
+
+    public IReadOnlyList<SimClient> Clients => _clients;
+
+    public ServerOptions ServerOptions => _serverOptions;
+
+    public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
+
+    /// <summary>Pools whose ledgers must be empty at quiescence: live nodes, clients, and the network's in-flight buffers.</summary>
+    public IEnumerable<(string Name, MessagePool Pool)> LivePools()
+    {
+        foreach (var node in _nodes.Where(n => n.IsUp))
+        {
+            yield return (node.NodeId, node.Pool);
+        }
+
+        yield return ("clients", ClientPool);
+        yield return ("network", Network.Buffers);
+    }
+
+    // ---- Verbs ----
+
+    /// <summary>Cuts the mesh (and client) paths between two nodes, both ways.</summary>
+    public void Partition(string nodeA, string nodeB)
+    {
+        Network.Partition(SimMeshTransport.EndpointOf(nodeA), SimMeshTransport.EndpointOf(nodeB));
+    }
+
+    /// <summary>Cuts every path between a client and its server.</summary>
+    public void PartitionClient(SimClient client, string nodeId) => Network.Partition(client.Endpoint, Node(nodeId).ClientEndpoint);
+
+    /// <summary>Heals every partition and clog.</summary>
+    public void Heal() => Network.HealAll();
+
+    public void Clog(string nodeA, string nodeB) => Network.Clog(SimMeshTransport.EndpointOf(nodeA), SimMeshTransport.EndpointOf(nodeB));
+
+    public void Unclog(string nodeA, string nodeB) => Network.Unclog(SimMeshTransport.EndpointOf(nodeA), SimMeshTransport.EndpointOf(nodeB));
+
+    /// <summary>Breaks a client's connection abruptly.</summary>
+    public void Disconnect(SimClient client) => Network.ResetEndpoint(client.Endpoint, "disconnected by fault plan");
+
+    /// <summary>Kills a node: its stages, pending requests and memory are gone, its connections reset.</summary>
+    public void Crash(string nodeId)
+    {
+        var node = Node(nodeId);
+        if (!node.IsUp)
+        {
+            return;
+        }
+
+        node.IsUp = false;
+        node.Executor.IsAlive = false;
+        node.Time.IsAlive = false;
+        World.Trace.Record(World.NowTicks, "node.crash", node.Incarnation, 0, 0, nodeId);
+        node.Mesh.Kill();
+        Network.StopListening(node.ClientEndpoint);
+        Network.StopListening(node.Mesh.Endpoint);
+        Network.Unbind(node.Mesh.Endpoint);
+        Network.ResetEndpoint(node.Mesh.Endpoint, $"{nodeId} crashed");
+        Network.ResetEndpoint(node.ClientEndpoint, $"{nodeId} crashed");
+    }
+
+    /// <summary>Starts a fresh incarnation of a crashed node (empty: no stages, no sessions).</summary>
+    public void Restart(string nodeId)
+    {
+        var node = Node(nodeId);
+        if (node.IsUp)
+        {
+            return;
+        }
+
+        Start(node);
+        World.Trace.Record(World.NowTicks, "node.restart", node.Incarnation, 0, 0, nodeId);
+    }
+
+    public void RunFor(TimeSpan span) => World.RunFor(span);
+
+    public void Dispose()
+    {
+        foreach (var client in _clients)
+        {
+            client.Dispose();
+        }
+
+        foreach (var node in _nodes.Where(n => n.IsUp))
+        {
+            node.Mesh.Dispose();
+            node.Server.Dispose();
+        }
+    }
+
+    internal void AddNode(string nodeId, SimNodeKind kind)
+    {
+        var node = new SimNode(nodeId, kind, World.NextChildSeed());
+        _nodes.Add(node);
+        _byId.Add(nodeId, node);
+        Start(node);
+    }
+
+    internal void AddClient(string name, int inFlightMax)
+    {
+        // Each client draws its seed in order even if it does not use randomness yet, so adding randomness to
+        // clients later does not shift the seeds of everything drawn after them.
+        _ = World.NextChildSeed();
+        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax));
+    }
+
+    private void Start(SimNode node)
+    {
+        node.Incarnation++;
+        node.Executor = new NodeExecutor(World.Executor);
+        node.Time = new NodeTimeProvider(World.Time);
+        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        node.Sessions = new SimSessionStatistics();
+        var random = new Xoshiro256StarStar(node.Seed + (ulong)node.Incarnation);
+        var seams = new NodeSeams(node.Time, node.Executor, random, node.Pool) { Observer = Observer };
+        if (node.Kind == SimNodeKind.Play)
+        {
+            var play = new PlayServer(node.NodeId, seams, _serverOptions);
+            foreach (var type in _stageTypes)
+            {
+                play.RegisterStage(type.Name, type.StageFactory, type.ActorFactory);
+            }
+
+            node.Server = play;
+            Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions));
+        }
+        else
+        {
+            var api = new ApiServer(node.NodeId, seams, _serverOptions);
+            foreach (var setup in _apiSetups)
+            {
+                setup(api);
+            }
+
+            node.Server = api;
+        }
+
+        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics);
+        node.Server.Mesh = node.Mesh;
+        node.IsUp = true;
+    }
+}
+
+/// <summary>A node's view of the simulation executor: after a crash, the node's new work is dropped.</summary>
+internal sealed class NodeExecutor(SimExecutor inner) : IExecutor
+{
+    public bool IsAlive { get; set; } = true;
+
+    public void Schedule(IThreadPoolWorkItem workItem)
+    {
+        if (IsAlive)
+        {
+            inner.Schedule(workItem);
+        }
+    }
+}
+
+/// <summary>A node's view of virtual time: after a crash, the node's timers stop firing.</summary>
+internal sealed class NodeTimeProvider(SimTimeProvider inner) : TimeProvider
+{
+    public bool IsAlive { get; set; } = true;
+
+    public override long TimestampFrequency => inner.TimestampFrequency;
+
+    public override long GetTimestamp() => inner.GetTimestamp();
+
+    public override DateTimeOffset GetUtcNow() => inner.GetUtcNow();
+
+    public override TimeZoneInfo LocalTimeZone => TimeZoneInfo.Utc;
+
+    public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period) =>
+        inner.CreateTimer(static s => ((GuardedCallback)s!).Invoke(), new GuardedCallback(this, callback, state), dueTime, period);
+
+    private sealed class GuardedCallback(NodeTimeProvider owner, TimerCallback callback, object? state)
+    {
+        public void Invoke()
+        {
+            if (owner.IsAlive)
+            {
+                callback(state);
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+using PlayHouse.Core.Codec;
+using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
+using PlayHouse.Simulation.Network;
+
+namespace PlayHouse.Simulation.Cluster;
+
+/// <summary>
+/// The server side of one client session in simulation: bytes from the <see cref="SimConnection"/> go through
+/// the real client codec into the play server, and the server's frames are encoded and sent back as bytes.
+/// A malformed frame closes the session with the decoder's reason; the send queue's cap is the network path's.
+/// </summary>
+/// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
+public sealed class SimSessionConnection : IClientConnection
+{
+    private readonly SimConnection _connection;
+    private readonly PlayServer _server;
+    private readonly ClientFrameDecoder _decoder;
+    private readonly SimSessionStatistics _statistics;
+    private byte[] _scratch = new byte[1024];
+    private bool _closed;
+
+    public SimSessionConnection(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics)
+    {
+        _connection = connection;
+        _server = server;
+        _statistics = statistics;
+        _decoder = new ClientFrameDecoder(server.Pool, msgIds, new FrameDecoderOptions { PayloadOwner = "session-receive" });
+        SessionId = server.Connect(this);
+        connection.Received = OnData;
+        connection.Closed = OnClosed;
+    }
+
+    public long SessionId { get; }
+
+    public bool TrySend(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
+    {
+        try
+        {
+            if (_closed || !_connection.IsOpen)
+            {
+                return false;
+            }
+
+            var length = ServerFrameEncoder.GetEncodedLength(msgId, payload.Length);
+            if (_scratch.Length < length)
+            {
+                _scratch = new byte[Math.Max(length, _scratch.Length * 2)];
+            }
+
+            ServerFrameEncoder.Encode(_scratch, msgId, msgSeq, stageId, errorCode, payload.Span);
+            if (_connection.Send(_scratch.AsSpan(0, length)))
+            {
+                _statistics.FramesSent++;
+                _statistics.SendQueueHighWaterBytes = Math.Max(_statistics.SendQueueHighWaterBytes, _connection.QueuedBytes);
+                return true;
+            }
+
+            _statistics.SendsRefused++;
+            return false;
+        }
+        finally
+        {
+            payload.DisposeIfOwner();
+        }
+    }
+
+    public void Close(string reason)
+    {
+        if (_closed)
+        {
+            return;
+        }
+
+        _closed = true;
+        _statistics.ClosedByServer++;
+        _connection.Close(reason);
+        Finish();
+    }
+
+    private void OnData(ReadOnlySpan<byte> data)
+    {
+        if (_closed)
+        {
+            return;
+        }
+
+        try
+        {
+            while (_decoder.TryDecode(ref data, out var frame))
+            {
+                _statistics.FramesReceived++;
+                _server.OnClientFrame(SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                if (_closed)
+                {
+                    return;
+                }
+            }
+        }
+        catch (FrameDecodeException ex)
+        {
+            _statistics.BadFrames++;
+            _closed = true;
+            _connection.Close($"malformed frame: {ex.Error}");
+            Finish();
+        }
+    }
+
+    private void OnClosed(string reason)
+    {
+        if (_closed)
+        {
+            return;
+        }
+
+        _closed = true;
+        Finish();
+    }
+
+    private void Finish()
+    {
+        _decoder.Dispose();
+        _server.Disconnect(SessionId);
+    }
+}
+
+/// <summary>Session counters of one play server in simulation.</summary>
+public sealed class SimSessionStatistics
+{
+    public long FramesReceived { get; internal set; }
+
+    public long FramesSent { get; internal set; }
+
+    public long SendsRefused { get; internal set; }
+
+    public long BadFrames { get; internal set; }
+
+    public long ClosedByServer { get; internal set; }
+
+    public int SendQueueHighWaterBytes { get; internal set; }
+}
