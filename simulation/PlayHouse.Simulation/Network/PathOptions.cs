@@ -37,19 +37,19 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
             case LatencyShape.Uniform:
                 return max == min ? min : random.NextLong(min, max + 1);
             case LatencyShape.Exponential:
-            {
-                var scale = Math.Max(0, Mean.Ticks - min);
-                var draw = -Math.Log(1.0 - random.NextDouble()) * scale;
-                return Math.Min(max, min + (long)draw);
-            }
+                {
+                    var scale = Math.Max(0, Mean.Ticks - min);
+                    var draw = -Math.Log(1.0 - random.NextDouble()) * scale;
+                    return Math.Min(max, min + (long)draw);
+                }
 
             case LatencyShape.LongTail:
-            {
-                // Pareto with alpha 1.5 has mean xm * 3; choose xm so the mean above the minimum matches.
-                var scale = Math.Max(0, Mean.Ticks - min) / 3.0;
-                var draw = scale * Math.Pow(1.0 - random.NextDouble(), -1.0 / 1.5);
-                return Math.Min(max, min + (long)draw);
-            }
+                {
+                    // Pareto with alpha 1.5 has mean xm * 3; choose xm so the mean above the minimum matches.
+                    var scale = Math.Max(0, Mean.Ticks - min) / 3.0;
+                    var draw = scale * Math.Pow(1.0 - random.NextDouble(), -1.0 / 1.5);
+                    return Math.Min(max, min + (long)draw);
+                }
 
             default:
                 throw new InvalidOperationException($"Unknown latency shape {Shape}.");

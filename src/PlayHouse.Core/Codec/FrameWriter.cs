@@ -8,7 +8,7 @@ internal static class FrameWriter
 {
     // A throwing encoder: a lone surrogate in a msg id would otherwise be written as U+FFFD and decode as a
     // different id than the one sent.
-    private static readonly UTF8Encoding _strictUtf8 = new(encoderShouldEmitUTF8Identifier: false, throwOnInvalidBytes: true);
+    private static readonly UTF8Encoding StrictUtf8 = new(encoderShouldEmitUTF8Identifier: false, throwOnInvalidBytes: true);
 
     /// <summary>Counts the msg id in UTF-8 bytes (not chars, see bug B16) and rejects ids the length byte cannot hold.</summary>
     public static int GetMsgIdByteCount(string msgId)
@@ -17,7 +17,7 @@ internal static class FrameWriter
         int count;
         try
         {
-            count = _strictUtf8.GetByteCount(msgId);
+            count = StrictUtf8.GetByteCount(msgId);
         }
         catch (EncoderFallbackException e)
         {
@@ -68,7 +68,7 @@ internal static class FrameWriter
         BinaryPrimitives.WriteInt32LittleEndian(destination, bodyBytes);
         var offset = WireProtocol.LengthPrefixBytes;
         destination[offset++] = (byte)msgIdBytes;
-        var written = _strictUtf8.GetBytes(msgId, destination.Slice(offset, msgIdBytes));
+        var written = StrictUtf8.GetBytes(msgId, destination.Slice(offset, msgIdBytes));
         if (written != msgIdBytes)
         {
             throw new InvalidOperationException($"UTF-8 wrote {written} bytes for a msg id counted as {msgIdBytes}.");
