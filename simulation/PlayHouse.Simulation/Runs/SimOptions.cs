@@ -1,0 +1,296 @@
+using System.Globalization;
+using System.Reflection;
+using PlayHouse.Core.Seams;
+using PlayHouse.Simulation.Cluster;
+using PlayHouse.Simulation.Network;
+
+namespace PlayHouse.Simulation.Runs;
+
+/// <summary>How the benchmark clients load the servers (the modes of PlayHouse's benchmark client).</summary>
+public enum WorkloadMode
+{
+    /// <summary>Closed loop: each client keeps <see cref="SimOptions.InFlight"/> requests pending, awaiting each reply.</summary>
+    RequestAsync,
+
+    /// <summary>The same loop driven by reply callbacks instead of awaits.</summary>
+    RequestCallback,
+
+    /// <summary>Fire-and-forget sends; the stage answers each with a push that carries the send's sequence.</summary>
+    Send,
+}
+
+/// <summary>
+/// Every option of a simulation run except the seed. The banner prints all of them as key=value, and
+/// <see cref="ToArguments"/> gives the exact runner arguments that replay the run.
+/// </summary>
+public sealed record SimOptions
+{
+    public string Scenario { get; init; } = "echo";
+
+    public int PlayServers { get; init; } = 1;
+
+    public int ApiServers { get; init; } = 1;
+
+    public int Clients { get; init; } = 10;
+
+    /// <summary>Stages the clients are spread over.</summary>
+    public int Stages { get; init; } = 1;
+
+    public int MessageBytes { get; init; } = 64;
+
+    public int InFlight { get; init; } = 4;
+
+    public WorkloadMode Mode { get; init; } = WorkloadMode.RequestCallback;
+
+    /// <summary>Requests (or sends) each client makes after warm-up.</summary>
+    public int RequestsPerClient { get; init; } = 50;
+
+    /// <summary>Requests each client makes before measuring starts.</summary>
+    public int WarmUpPerClient { get; init; }
+
+    public int RequestTimeoutMs { get; init; } = 5_000;
+
+    public LatencyShape LatencyShape { get; init; } = LatencyShape.Uniform;
+
+    public double LatencyMsMin { get; init; } = 1;
+
+    public double LatencyMsMean { get; init; } = 5;
+
+    public double LatencyMsMax { get; init; } = 20;
+
+    public double LossPercent { get; init; }
+
+    public double DuplicatePercent { get; init; }
+
+    public double ReorderPercent { get; init; }
+
+    public double SplitPercent { get; init; } = 10;
+
+    public long BandwidthBytesPerSecond { get; init; }
+
+    public StreamLossMode StreamLoss { get; init; } = StreamLossMode.Retransmit;
+
+    public MeshSemantics Mesh { get; init; } = MeshSemantics.Stream;
+
+    public bool ExploreSchedules { get; init; }
+
+    public int MailboxCapacity { get; init; } = 10_000;
+
+    /// <summary>After the last fault heals, every client must complete a request within this virtual time.</summary>
+    public int LivenessWindowMs { get; init; } = 30_000;
+
+    /// <summary>A run that has not finished by this virtual time fails the liveness check.</summary>
+    public int VirtualTimeLimitMs { get; init; } = 600_000;
+
+    public FaultPlan Faults { get; init; } = FaultPlan.None;
+
+    public PathOptions ToPathOptions()
+    {
+        var mean = TimeSpan.FromMilliseconds(LatencyMsMean);
+        var min = TimeSpan.FromMilliseconds(Math.Min(LatencyMsMin, LatencyMsMean));
+        var max = TimeSpan.FromMilliseconds(Math.Max(LatencyMsMax, LatencyMsMean));
+        return new PathOptions
+        {
+            Latency = LatencyShape switch
+            {
+                LatencyShape.Fixed => LatencyModel.Fixed(mean),
+                LatencyShape.Uniform => LatencyModel.Uniform(min, max),
+                LatencyShape.Exponential => LatencyModel.Exponential(min, mean, max),
+                _ => LatencyModel.LongTail(min, mean, max),
+            },
+            LossProbability = LossPercent / 100,
+            DuplicateProbability = DuplicatePercent / 100,
+            ReorderProbability = ReorderPercent / 100,
+            SplitProbability = SplitPercent / 100,
+            BandwidthBytesPerSecond = BandwidthBytesPerSecond,
+            StreamLoss = StreamLoss,
+        };
+    }
+
+    /// <summary>
+    /// Draws a whole configuration at random (swarm testing: each seed explores a different corner), keeping the
+    /// scenario and sizes of <paramref name="baseline"/> as upper bounds.
+    /// </summary>
+    public static SimOptions Swarm(IRandomSource random, SimOptions baseline)
+    {
+        ArgumentNullException.ThrowIfNull(random);
+        ArgumentNullException.ThrowIfNull(baseline);
+        var shapes = Enum.GetValues<LatencyShape>();
+        var latencyMean = 1 + random.NextInt(80);
+        var faults = random.NextBool(0.5) ? RandomFaults(random, baseline) : FaultPlan.None;
+        return baseline with
+        {
+            Clients = 1 + random.NextInt(Math.Max(1, baseline.Clients)),
+            Stages = 1 + random.NextInt(Math.Max(1, baseline.Stages)),
+            MessageBytes = random.NextBool(0.2) ? 1 + random.NextInt(16 * 1024) : 8 + random.NextInt(256),
+            InFlight = 1 + random.NextInt(Math.Max(1, baseline.InFlight * 2)),
+            Mode = Enum.GetValues<WorkloadMode>()[random.NextInt(3)],
+            LatencyShape = shapes[random.NextInt(shapes.Length)],
+            LatencyMsMin = random.NextInt(latencyMean + 1),
+            LatencyMsMean = latencyMean,
+            LatencyMsMax = latencyMean * (2 + random.NextInt(20)),
+            LossPercent = random.NextBool(0.5) ? random.NextInt(6) : 0,
+            DuplicatePercent = random.NextBool(0.3) ? random.NextInt(4) : 0,
+            ReorderPercent = random.NextBool(0.3) ? random.NextInt(10) : 0,
+            SplitPercent = random.NextInt(60),
+            BandwidthBytesPerSecond = random.NextBool(0.2) ? 1_000_000 + random.NextInt(100_000_000) : 0,
+            StreamLoss = random.NextBool(0.2) ? StreamLossMode.Reset : StreamLossMode.Retransmit,
+            ExploreSchedules = random.NextBool(0.5),
+            Faults = faults,
+        };
+    }
+
+    private static FaultPlan RandomFaults(IRandomSource random, SimOptions baseline)
+    {
+        var steps = new List<FaultStep>();
+        var count = 1 + random.NextInt(4);
+        for (var i = 0; i < count; i++)
+        {
+            var at = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
+            var duration = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
+            switch (random.NextInt(5))
+            {
+                case 0:
+                    steps.Add(new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(30), Duration: duration));
+                    break;
+                case 1:
+                    steps.Add(new FaultStep(at, FaultKind.LatencyChange, Value: 1 + random.NextInt(200)));
+                    steps.Add(new FaultStep(at + duration, FaultKind.LatencyChange, Value: baseline.LatencyMsMean));
+                    break;
+                case 2:
+                    var client = (1 + random.NextInt(Math.Max(1, baseline.Clients))).ToString(CultureInfo.InvariantCulture);
+                    steps.Add(new FaultStep(at, FaultKind.Disconnect, client));
+                    steps.Add(new FaultStep(at + duration, FaultKind.Reconnect, client));
+                    break;
+                case 3:
+                    steps.Add(new FaultStep(at, FaultKind.Clog, "play-1", "api-1", Duration: duration));
+                    break;
+                default:
+                    steps.Add(new FaultStep(at, FaultKind.Partition, "play-1", "api-1"));
+                    steps.Add(new FaultStep(at + duration, FaultKind.Heal));
+                    break;
+            }
+        }
+
+        return new FaultPlan([.. steps.OrderBy(s => s.At)]);
+    }
+
+    /// <summary>Every option as key=value, in declaration order.</summary>
+    public IEnumerable<KeyValuePair<string, string>> ToKeyValues()
+    {
+        foreach (var property in OptionProperties)
+        {
+            yield return new(Key(property), Format(property.GetValue(this)));
+        }
+    }
+
+    /// <summary>The first line of every run: the seed and every option.</summary>
+    public string ToBanner(ulong seed) =>
+        $"SEED={seed.ToString(CultureInfo.InvariantCulture)} " + string.Join(' ', ToKeyValues().Select(kv => $"{kv.Key}={kv.Value}"));
+
+    /// <summary>Runner arguments that replay this run exactly (only options that differ from the defaults).</summary>
+    public string ToArguments(ulong seed)
+    {
+        var defaults = new SimOptions().ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+        var parts = new List<string> { "--scenario", Scenario, "--seed", seed.ToString(CultureInfo.InvariantCulture) };
+        foreach (var (key, value) in ToKeyValues())
+        {
+            if (key != "scenario" && defaults[key] != value)
+            {
+                parts.Add("--set");
+                parts.Add(value.Contains(' ', StringComparison.Ordinal) || value.Contains(';', StringComparison.Ordinal) ? $"\"{key}={value}\"" : $"{key}={value}");
+            }
+        }
+
+        return string.Join(' ', parts);
+    }
+
+    /// <summary>Applies key=value overrides (keys as in the banner, case-insensitive); unknown keys and bad values throw.</summary>
+    public SimOptions With(IEnumerable<KeyValuePair<string, string>> overrides)
+    {
+        ArgumentNullException.ThrowIfNull(overrides);
+        var copy = this with { };
+        foreach (var (key, value) in overrides)
+        {
+            var property = OptionProperties.FirstOrDefault(p => string.Equals(Key(p), key, StringComparison.OrdinalIgnoreCase))
+                ?? throw new ArgumentException($"Unknown option '{key}'. Options: {string.Join(", ", OptionProperties.Select(Key))}.");
+            property.SetValue(copy, ParseValue(property.PropertyType, value, key));
+        }
+
+        copy.Validate();
+        return copy;
+    }
+
+    public void Validate()
+    {
+        static void Require(bool ok, string what)
+        {
+            if (!ok)
+            {
+                throw new ArgumentException($"Invalid option: {what}.");
+            }
+        }
+
+        Require(PlayServers >= 1, "playServers must be at least 1");
+        Require(ApiServers >= 0, "apiServers must not be negative");
+        Require(Clients >= 0, "clients must not be negative");
+        Require(Stages >= 1, "stages must be at least 1");
+        Require(MessageBytes is >= 0 and <= 1024 * 1024, "messageBytes must be within 0..1048576");
+        Require(InFlight is >= 1 and <= 30_000, "inFlight must be within 1..30000");
+        Require(RequestsPerClient >= 0 && WarmUpPerClient >= 0, "request counts must not be negative");
+        Require(RequestTimeoutMs > 0, "requestTimeoutMs must be positive");
+        Require(LatencyMsMin >= 0 && LatencyMsMean >= 0 && LatencyMsMax >= 0, "latencies must not be negative");
+        Require(LossPercent is >= 0 and <= 100 && DuplicatePercent is >= 0 and <= 100 && ReorderPercent is >= 0 and <= 100 && SplitPercent is >= 0 and <= 100, "percentages must be within 0..100");
+        Require(MailboxCapacity > 0, "mailboxCapacity must be positive");
+        Require(VirtualTimeLimitMs > 0 && LivenessWindowMs > 0, "time limits must be positive");
+    }
+
+    private static readonly PropertyInfo[] OptionProperties = typeof(SimOptions)
+        .GetProperties(BindingFlags.Public | BindingFlags.Instance)
+        .Where(p => p.CanWrite && p.Name != "EqualityContract")
+        .OrderBy(p => p.MetadataToken)
+        .ToArray();
+
+    private static string Key(PropertyInfo property) => char.ToLowerInvariant(property.Name[0]) + property.Name[1..];
+
+    private static string Format(object? value) => value switch
+    {
+        null => string.Empty,
+        bool b => b ? "true" : "false",
+        double d => d.ToString(CultureInfo.InvariantCulture),
+        IFormattable f => f.ToString(null, CultureInfo.InvariantCulture),
+        _ => value.ToString() ?? string.Empty,
+    };
+
+    private static object ParseValue(Type type, string value, string key)
+    {
+        try
+        {
+            if (type == typeof(string))
+            {
+                return value;
+            }
+
+            if (type == typeof(FaultPlan))
+            {
+                return FaultPlan.Parse(value);
+            }
+
+            if (type.IsEnum)
+            {
+                return Enum.Parse(type, value, ignoreCase: true);
+            }
+
+            if (type == typeof(bool))
+            {
+                return bool.Parse(value);
+            }
+
+            return Convert.ChangeType(value, type, CultureInfo.InvariantCulture);
+        }
+        catch (Exception ex) when (ex is FormatException or ArgumentException or OverflowException or InvalidCastException)
+        {
+            throw new ArgumentException($"Option '{key}' cannot take the value '{value}': {ex.Message}", ex);
+        }
+    }
+}
