@@ -1,0 +1,165 @@
+using System.Globalization;
+using PlayHouse.Simulation.Cluster;
+using PlayHouse.Simulation.Network;
+
+namespace PlayHouse.Simulation.Runs;
+
+/// <summary>
+/// Schedules each step of a fault plan as a world event and applies it to the cluster at its virtual instant.
+/// Client-level steps (disconnect, reconnect) are also handed to the scenario, which owns its clients' sessions.
+/// </summary>
+/// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
+public sealed class FaultApplier
+{
+    private readonly SimCluster _cluster;
+    private readonly SimOptions _options;
+    private readonly Action<FaultStep> _onClientStep;
+
+    public FaultApplier(SimCluster cluster, SimOptions options, Action<FaultStep> onClientStep)
+    {
+        _cluster = cluster;
+        _options = options;
+        _onClientStep = onClientStep;
+    }
+
+    /// <summary>Steps applied so far, in order.</summary>
+    public List<FaultStep> Applied { get; } = [];
+
+    public void Schedule(FaultPlan plan)
+    {
+        foreach (var step in plan.Steps)
+        {
+            _cluster.World.ScheduleAt(step.At.Ticks, new StepEvent(this, step));
+            if (step.Duration > TimeSpan.Zero && step.Kind is FaultKind.LossBurst or FaultKind.Clog)
+            {
+                _cluster.World.ScheduleAt((step.At + step.Duration).Ticks, new StepEvent(this, step, ending: true));
+            }
+        }
+    }
+
+    private void Apply(FaultStep step, bool ending)
+    {
+        var world = _cluster.World;
+        world.Trace.Record(world.NowTicks, ending ? "fault.end" : "fault", (long)step.Kind, 0, 0, step.ToString());
+        if (!ending)
+        {
+            Applied.Add(step);
+        }
+
+        var network = _cluster.Network;
+        switch (step.Kind)
+        {
+            case FaultKind.LatencyChange:
+                network.SetDefaults(network.Defaults with { Latency = Scale(network.Defaults.Latency, step.Value) });
+                break;
+            case FaultKind.LossBurst:
+                network.SetDefaults(network.Defaults with { LossProbability = ending ? _options.LossPercent / 100 : Math.Clamp(step.Value / 100, 0, 1) });
+                break;
+            case FaultKind.Partition:
+                foreach (var (a, b) in Pairs(step))
+                {
+                    _cluster.Partition(a, b);
+                }
+
+                break;
+            case FaultKind.Heal:
+                _cluster.Heal();
+                break;
+            case FaultKind.Clog:
+                foreach (var (a, b) in Pairs(step))
+                {
+                    if (ending)
+                    {
+                        _cluster.Unclog(a, b);
+                        _cluster.Unclog(b, a);
+                    }
+                    else
+                    {
+                        _cluster.Clog(a, b);
+                        _cluster.Clog(b, a);
+                    }
+                }
+
+                break;
+            case FaultKind.Crash:
+                if (HasNode(step.Target))
+                {
+                    _cluster.Crash(step.Target);
+                }
+
+                break;
+            case FaultKind.Restart:
+                if (HasNode(step.Target))
+                {
+                    _cluster.Restart(step.Target);
+                }
+
+                break;
+            case FaultKind.Disconnect:
+                foreach (var client in Clients(step.Target))
+                {
+                    _cluster.Disconnect(client);
+                }
+
+                _onClientStep(step);
+                break;
+            case FaultKind.Reconnect:
+                _onClientStep(step);
+                break;
+            default:
+                throw new InvalidOperationException($"Unknown fault kind {step.Kind}.");
+        }
+    }
+
+    private static LatencyModel Scale(LatencyModel model, double meanMs)
+    {
+        var mean = TimeSpan.FromMilliseconds(Math.Max(0, meanMs));
+        var min = model.Min <= mean ? model.Min : mean;
+        var max = model.Max >= mean ? model.Max : mean * 2;
+        return model with { Min = min, Mean = mean, Max = max };
+    }
+
+    private bool HasNode(string nodeId) => _cluster.Nodes.Any(n => n.NodeId == nodeId);
+
+    /// <summary>Node pairs of a partition or clog step; an empty Other means the target against every other node.</summary>
+    private IEnumerable<(string A, string B)> Pairs(FaultStep step)
+    {
+        if (!HasNode(step.Target))
+        {
+            yield break;
+        }
+
+        if (step.Other.Length > 0)
+        {
+            if (HasNode(step.Other))
+            {
+                yield return (step.Target, step.Other);
+            }
+
+            yield break;
+        }
+
+        foreach (var node in _cluster.Nodes.Where(n => n.NodeId != step.Target))
+        {
+            yield return (step.Target, node.NodeId);
+        }
+    }
+
+    /// <summary>The clients a step names: a 1-based index or "all"; an index past the client count names none.</summary>
+    public IEnumerable<Clients.SimClient> Clients(string target)
+    {
+        if (target == "all" || target.Length == 0)
+        {
+            return _cluster.Clients;
+        }
+
+        return int.TryParse(target, NumberStyles.Integer, CultureInfo.InvariantCulture, out var index) && index >= 1 && index <= _cluster.Clients.Count
+            ? [_cluster.Clients[index - 1]]
+            : [];
+    }
+
+    private sealed class StepEvent(FaultApplier applier, FaultStep step, bool ending = false) : IThreadPoolWorkItem
+    {
+        public void Execute() => applier.Apply(step, ending);
+    }
+}
