@@ -44,6 +44,8 @@ public sealed record CheckerSetOptions
 /// </remarks>
 public sealed class CheckerSet : RuntimeObserver
 {
+    private const int StandardCheckerCount = 7;
+
     private readonly Lock _gate = new();
     private readonly List<IInvariantChecker> _checkers = [];
     private readonly List<RuntimeObserver> _extraObservers = [];
@@ -65,6 +67,10 @@ public sealed class CheckerSet : RuntimeObserver
         Lifecycle = new LifecycleChecker(Context);
         Liveness = new LivenessChecker(Context, Options.LivenessWindow);
         _checkers.AddRange([Fifo, Handlers, Requests, Pools, Queues, Lifecycle, Liveness]);
+        if (_checkers.Count != StandardCheckerCount)
+        {
+            throw new InvalidOperationException("The standard checkers changed; update StandardCheckerCount.");
+        }
     }
 
     public CheckerSetOptions Options { get; }
@@ -108,10 +114,10 @@ public sealed class CheckerSet : RuntimeObserver
                 return true;
             }
 
-            // Extra checkers built with another context report through their own logs.
+            // Extra checkers built with another context report only through their own logs.
             lock (_gate)
             {
-                for (var i = 0; i < _checkers.Count; i++)
+                for (var i = StandardCheckerCount; i < _checkers.Count; i++)
                 {
                     if (_checkers[i].HasViolations)
                     {
@@ -190,7 +196,10 @@ public sealed class CheckerSet : RuntimeObserver
         }
     }
 
-    /// <summary>Adds a checker; one that is also a <see cref="RuntimeObserver"/> receives every runtime hook too.</summary>
+    /// <summary>
+    /// Adds a checker; one that is also a <see cref="RuntimeObserver"/> receives every runtime hook too. Add
+    /// before the run starts: the hooks and <see cref="CheckStep"/> read the lists without the lock.
+    /// </summary>
     public void Add(IInvariantChecker checker)
     {
         ArgumentNullException.ThrowIfNull(checker);
