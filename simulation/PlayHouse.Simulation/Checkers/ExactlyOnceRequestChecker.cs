@@ -17,7 +17,9 @@ namespace PlayHouse.Simulation.Checkers;
 /// before it reports the issue, so on real threads a timeout far shorter than the send path could in principle
 /// report the completion first; that shows here as a completion without an issue.
 /// Completed node requests are compacted into a per-node prefix (request ids are assigned in order), so memory
-/// follows the requests in flight, not the length of the run.
+/// follows the requests in flight, not the length of the run. Client requests stay remembered per (client, key)
+/// after they complete, so a second completion is recognised; client keys are 16-bit sequences in practice, so
+/// that memory is bounded by clients x keys in use.
 /// </remarks>
 public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
 {
@@ -176,17 +178,16 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
         lock (_clientGate)
         {
             ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clientRequests, (clientId, requestKey));
-            var how = failed ? $"error {errorCode}" : $"reply nonce {replyNonce}";
             if (Unsafe.IsNullRef(ref request))
             {
-                Log.Record($"client {clientId}: request key {requestKey} completed ({how}) but was never sent");
+                Log.Record($"client {clientId}: request key {requestKey} completed ({DescribeCompletion(failed, replyNonce, errorCode)}) but was never sent");
                 return;
             }
 
             if (request.State == ClientRequestState.Completed)
             {
-                var first = request.CompletedFailed ? $"error {request.CompletedErrorCode}" : $"reply nonce {request.CompletedNonce}";
-                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed a second time ({how}); it had completed with {first}");
+                var first = DescribeCompletion(request.CompletedFailed, request.CompletedNonce, request.CompletedErrorCode);
+                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed a second time ({DescribeCompletion(failed, replyNonce, errorCode)}); it had completed with {first}");
                 return;
             }
 
@@ -201,6 +202,10 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
             }
         }
     }
+
+    /// <summary>How a client request completed, as violations print it; built only when something is recorded.</summary>
+    private static string DescribeCompletion(bool failed, long replyNonce, ushort errorCode) =>
+        failed ? $"error {errorCode}" : $"reply nonce {replyNonce}";
 
     // ---- Quiescence ----
 

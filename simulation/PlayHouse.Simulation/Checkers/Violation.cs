@@ -52,6 +52,11 @@ public sealed class InvariantViolationException : Exception
     public static InvariantViolationException From(IReadOnlyList<Violation> violations, long totalCount)
     {
         ArgumentNullException.ThrowIfNull(violations);
+        if (violations.Count == 0)
+        {
+            return new InvariantViolationException($"{totalCount} invariant violation(s), none kept in memory.");
+        }
+
         const int ListedMax = 10;
         var text = new System.Text.StringBuilder();
         text.Append(CultureInfo.InvariantCulture, $"{totalCount} invariant violation(s); first: {violations[0]}");
