@@ -1,0 +1,148 @@
+namespace PlayHouse.Simulation.Checkers;
+
+/// <summary>
+/// What the checkers of one run share: the clock that stamps violations, the sequence that orders violations
+/// across checkers, how many violations each keeps in memory, and a flag the run loop polls.
+/// </summary>
+/// <remarks>Thread-safe. The clock is read only when something is recorded or a checker needs the time.</remarks>
+public sealed class CheckerContext
+{
+    private long _sequence;
+    private volatile bool _hasViolations;
+
+    /// <param name="time">The run's clock: the world's <c>SimTimeProvider</c>, a <c>ManualTimeProvider</c> in unit tests,
+    /// or the host's clock in real mode (picked by the composition root).</param>
+    /// <param name="violationsKeptMax">Violations each checker keeps in memory; later ones are only counted, so a
+    /// runaway bug cannot grow memory without bound.</param>
+    public CheckerContext(TimeProvider time, int violationsKeptMax = 100)
+    {
+        ArgumentNullException.ThrowIfNull(time);
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(violationsKeptMax);
+        Time = time;
+        ViolationsKeptMax = violationsKeptMax;
+    }
+
+    public TimeProvider Time { get; }
+
+    public int ViolationsKeptMax { get; }
+
+    /// <summary>True once any checker sharing this context recorded a violation.</summary>
+    public bool HasViolations => _hasViolations;
+
+    /// <summary>The clock now, in ticks of 100 ns.</summary>
+    public long NowTicks
+    {
+        get
+        {
+            var timestamp = Time.GetTimestamp();
+            var frequency = Time.TimestampFrequency;
+
+            // The virtual clocks count in ticks already; only a real clock needs the conversion.
+            return frequency == TimeSpan.TicksPerSecond
+                ? timestamp
+                : (long)((Int128)timestamp * TimeSpan.TicksPerSecond / frequency);
+        }
+    }
+
+    internal long NextSequence()
+    {
+        _hasViolations = true;
+        return Interlocked.Increment(ref _sequence);
+    }
+}
+
+/// <summary>The violations of one checker: the first ones kept, all of them counted.</summary>
+/// <remarks>Thread-safe (one lock, taken only to record or read).</remarks>
+public sealed class ViolationLog
+{
+    private readonly Lock _gate = new();
+    private readonly List<Violation> _kept = [];
+    private long _count;
+    private Violation? _first;
+
+    public ViolationLog(string checkerName, CheckerContext context)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(checkerName);
+        ArgumentNullException.ThrowIfNull(context);
+        CheckerName = checkerName;
+        Context = context;
+    }
+
+    public string CheckerName { get; }
+
+    public CheckerContext Context { get; }
+
+    public long Count => Interlocked.Read(ref _count);
+
+    public bool HasViolations => Count > 0;
+
+    public Violation? First
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _first;
+            }
+        }
+    }
+
+    public CheckerVerdict Verdict
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return new CheckerVerdict(CheckerName, _count == 0, _first?.Message, _count);
+            }
+        }
+    }
+
+    /// <summary>A copy of the kept violations, in recording order.</summary>
+    public IReadOnlyList<Violation> Snapshot()
+    {
+        lock (_gate)
+        {
+            return [.. _kept];
+        }
+    }
+
+    /// <summary>Records a violation stamped with the clock now.</summary>
+    public Violation Record(string message) => RecordAt(Context.NowTicks, message);
+
+    /// <summary>Records a violation stamped with an explicit virtual instant.</summary>
+    public Violation RecordAt(long timeTicks, string message)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(message);
+        var violation = new Violation(CheckerName, TimeSpan.FromTicks(timeTicks), message) { Sequence = Context.NextSequence() };
+        lock (_gate)
+        {
+            _count++;
+            _first ??= violation;
+            if (_kept.Count < Context.ViolationsKeptMax)
+            {
+                _kept.Add(violation);
+            }
+        }
+
+        return violation;
+    }
+
+    public void ThrowIfViolated()
+    {
+        IReadOnlyList<Violation> kept;
+        long count;
+        lock (_gate)
+        {
+            if (_count == 0)
+            {
+                return;
+            }
+
+            kept = [.. _kept];
+            count = _count;
+        }
+
+        throw InvariantViolationException.From(kept, count);
+    }
+}

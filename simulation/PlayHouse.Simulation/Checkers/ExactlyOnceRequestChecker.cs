@@ -1,0 +1,342 @@
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+using PlayHouse.Core.Runtime;
+
+namespace PlayHouse.Simulation.Checkers;
+
+/// <summary>
+/// Every request completes exactly once, and with its own reply (B1, B8, B10, B12).
+/// Node side (observer hooks, keyed by node and msg seq): a completion without an issue, a second completion,
+/// and (at quiescence) an issued request that never completed are violations. Client side (called by simulated
+/// clients, keyed by client and request key): a key reused while outstanding, a completion of a request never
+/// sent, a second completion, a reply carrying another request's nonce (mis-paired), and (at quiescence) a
+/// request never completed are violations.
+/// </summary>
+/// <remarks>
+/// Thread-safe: one lock for the node ledger and one for the client ledger. The runtime registers a request
+/// before it reports the issue, so on real threads a timeout far shorter than the send path could in principle
+/// report the completion first; that shows here as a completion without an issue.
+/// Completed node requests are compacted into a per-node prefix (request ids are assigned in order), so memory
+/// follows the requests in flight, not the length of the run. Client requests stay remembered per (client, key)
+/// after they complete, so a second completion is recognised; client keys are 16-bit sequences in practice, so
+/// that memory is bounded by clients x keys in use.
+/// </remarks>
+public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
+{
+    public const string CheckerName = "ExactlyOnceRequest";
+
+    private readonly Lock _nodeGate = new();
+    private readonly Dictionary<string, NodeLedger> _nodes = new(StringComparer.Ordinal);
+    private readonly Lock _clientGate = new();
+    private readonly Dictionary<(long ClientId, long RequestKey), ClientRequest> _clientRequests = [];
+    private long _issued;
+    private long _completed;
+    private long _refusedBeforeIssue;
+    private long _clientSent;
+    private long _clientCompleted;
+
+    public ExactlyOnceRequestChecker(CheckerContext context)
+        : base(CheckerName, context)
+    {
+    }
+
+    public ExactlyOnceRequestChecker(TimeProvider time)
+        : this(new CheckerContext(time))
+    {
+    }
+
+    /// <summary>Node requests issued so far.</summary>
+    public long IssuedCount => Interlocked.Read(ref _issued);
+
+    /// <summary>Node requests completed so far (each counted once, however often it was reported).</summary>
+    public long CompletedCount => Interlocked.Read(ref _completed);
+
+    /// <summary>Fail-fast completions of requests refused before registration (self request, pending cap); they are never issued.</summary>
+    public long RefusedBeforeIssueCount => Interlocked.Read(ref _refusedBeforeIssue);
+
+    public long ClientSentCount => Interlocked.Read(ref _clientSent);
+
+    public long ClientCompletedCount => Interlocked.Read(ref _clientCompleted);
+
+    /// <summary>Node requests issued and not yet completed.</summary>
+    public int PendingCount
+    {
+        get
+        {
+            lock (_nodeGate)
+            {
+                var pending = 0;
+                foreach (var ledger in _nodes.Values)
+                {
+                    pending += ledger.Pending.Count;
+                }
+
+                return pending;
+            }
+        }
+    }
+
+    /// <summary>Client requests sent and not yet completed.</summary>
+    public int ClientOutstandingCount
+    {
+        get
+        {
+            lock (_clientGate)
+            {
+                var outstanding = 0;
+                foreach (var request in _clientRequests.Values)
+                {
+                    if (request.State == ClientRequestState.Outstanding)
+                    {
+                        outstanding++;
+                    }
+                }
+
+                return outstanding;
+            }
+        }
+    }
+
+    // ---- Node side (runtime hooks) ----
+
+    public override void OnRequestIssued(string nodeId, ulong msgSeq, string targetNodeId, long targetStageId, string msgId)
+    {
+        lock (_nodeGate)
+        {
+            _issued++;
+            var ledger = LedgerOf(nodeId);
+            if (ledger.Pending.ContainsKey(msgSeq) || ledger.IsCompleted(msgSeq))
+            {
+                Log.Record($"node {nodeId}: request #{msgSeq} ('{msgId}' to {targetNodeId}/{targetStageId}) was issued twice; a request id must never be reused");
+                return;
+            }
+
+            ledger.NoteIssued(msgSeq);
+            ledger.Pending.Add(msgSeq, new IssuedRequest(targetNodeId, targetStageId, msgId, Context.NowTicks));
+        }
+    }
+
+    public override void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode)
+    {
+        lock (_nodeGate)
+        {
+            var ledger = LedgerOf(nodeId);
+            if (ledger.Pending.Remove(msgSeq, out var request))
+            {
+                _completed++;
+                ledger.NoteCompleted(msgSeq);
+                if (!string.Equals(request.TargetNodeId, targetNodeId, StringComparison.Ordinal))
+                {
+                    Log.Record($"node {nodeId}: request #{msgSeq} ('{request.MsgId}') was issued to {request.TargetNodeId} but completed as a request to {targetNodeId} ({outcome})");
+                }
+
+                return;
+            }
+
+            if (msgSeq == 0 && outcome == RequestOutcome.FailedFast)
+            {
+                // Self requests and requests over the pending cap fail before they get an id or are issued.
+                _refusedBeforeIssue++;
+                return;
+            }
+
+            var what = ledger.IsCompleted(msgSeq) ? "completed a second time" : "completed without having been issued";
+            Log.Record($"node {nodeId}: request #{msgSeq} to {targetNodeId} {what} ({outcome}, error {errorCode})");
+        }
+    }
+
+    // ---- Client side (simulated clients) ----
+
+    /// <summary>A simulated client sent request <paramref name="requestKey"/> carrying <paramref name="nonce"/>, which its reply must echo.</summary>
+    public void OnClientRequestSent(long clientId, long requestKey, long nonce)
+    {
+        lock (_clientGate)
+        {
+            _clientSent++;
+            ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(_clientRequests, (clientId, requestKey), out var seen);
+            if (seen && request.State == ClientRequestState.Outstanding)
+            {
+                // The key wrapped (or was reused) while the old request was still waiting: its reply would now
+                // complete the new request (B8).
+                Log.Record($"client {clientId}: request key {requestKey} reused for nonce {nonce} while nonce {request.Nonce} was still outstanding");
+            }
+
+            request = new ClientRequest { Nonce = nonce, SentAtTicks = Context.NowTicks, State = ClientRequestState.Outstanding };
+        }
+    }
+
+    /// <summary>A simulated client completed request <paramref name="requestKey"/> with a reply carrying <paramref name="replyNonce"/>.</summary>
+    public void OnClientRequestCompleted(long clientId, long requestKey, long replyNonce) =>
+        CompleteClientRequest(clientId, requestKey, replyNonce, failed: false, errorCode: 0);
+
+    /// <summary>A simulated client completed request <paramref name="requestKey"/> with an error (an error reply or its own timeout).</summary>
+    public void OnClientRequestFailed(long clientId, long requestKey, ushort errorCode) =>
+        CompleteClientRequest(clientId, requestKey, 0, failed: true, errorCode);
+
+    private void CompleteClientRequest(long clientId, long requestKey, long replyNonce, bool failed, ushort errorCode)
+    {
+        lock (_clientGate)
+        {
+            ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clientRequests, (clientId, requestKey));
+            if (Unsafe.IsNullRef(ref request))
+            {
+                Log.Record($"client {clientId}: request key {requestKey} completed ({DescribeCompletion(failed, replyNonce, errorCode)}) but was never sent");
+                return;
+            }
+
+            if (request.State == ClientRequestState.Completed)
+            {
+                var first = DescribeCompletion(request.CompletedFailed, request.CompletedNonce, request.CompletedErrorCode);
+                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed a second time ({DescribeCompletion(failed, replyNonce, errorCode)}); it had completed with {first}");
+                return;
+            }
+
+            _clientCompleted++;
+            request.State = ClientRequestState.Completed;
+            request.CompletedFailed = failed;
+            request.CompletedNonce = replyNonce;
+            request.CompletedErrorCode = errorCode;
+            if (!failed && replyNonce != request.Nonce)
+            {
+                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
+            }
+        }
+    }
+
+    /// <summary>How a client request completed, as violations print it; built only when something is recorded.</summary>
+    private static string DescribeCompletion(bool failed, long replyNonce, ushort errorCode) =>
+        failed ? $"error {errorCode}" : $"reply nonce {replyNonce}";
+
+    // ---- Quiescence ----
+
+    /// <summary>At quiescence nothing is left to complete a request, so every open one is a violation (reported once).</summary>
+    public override void CheckQuiescent()
+    {
+        lock (_nodeGate)
+        {
+            var nodeIds = new List<string>(_nodes.Keys);
+            nodeIds.Sort(StringComparer.Ordinal);
+            foreach (var nodeId in nodeIds)
+            {
+                var ledger = _nodes[nodeId];
+                var seqs = new List<ulong>();
+                foreach (var pair in ledger.Pending)
+                {
+                    if (!pair.Value.Reported)
+                    {
+                        seqs.Add(pair.Key);
+                    }
+                }
+
+                seqs.Sort();
+                foreach (var seq in seqs)
+                {
+                    ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Pending, seq);
+                    request.Reported = true;
+                    Log.Record($"node {nodeId}: request #{seq} ('{request.MsgId}' to {request.TargetNodeId}/{request.TargetStageId}, issued at {TimeSpan.FromTicks(request.IssuedAtTicks):c}) never completed: no reply, timeout or error");
+                }
+            }
+        }
+
+        lock (_clientGate)
+        {
+            var open = new List<(long ClientId, long RequestKey)>();
+            foreach (var pair in _clientRequests)
+            {
+                if (pair.Value.State == ClientRequestState.Outstanding && !pair.Value.Reported)
+                {
+                    open.Add(pair.Key);
+                }
+            }
+
+            open.Sort();
+            foreach (var key in open)
+            {
+                ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clientRequests, key);
+                request.Reported = true;
+                Log.Record($"client {key.ClientId}: request key {key.RequestKey} (nonce {request.Nonce}, sent at {TimeSpan.FromTicks(request.SentAtTicks):c}) never completed: no reply, error or timeout");
+            }
+        }
+    }
+
+    private NodeLedger LedgerOf(string nodeId)
+    {
+        if (!_nodes.TryGetValue(nodeId, out var ledger))
+        {
+            ledger = new NodeLedger();
+            _nodes.Add(nodeId, ledger);
+        }
+
+        return ledger;
+    }
+
+    private struct IssuedRequest(string targetNodeId, long targetStageId, string msgId, long issuedAtTicks)
+    {
+        public readonly string TargetNodeId = targetNodeId;
+        public readonly long TargetStageId = targetStageId;
+        public readonly string MsgId = msgId;
+        public readonly long IssuedAtTicks = issuedAtTicks;
+        public bool Reported;
+    }
+
+    private enum ClientRequestState : byte
+    {
+        Outstanding,
+        Completed,
+    }
+
+    private struct ClientRequest
+    {
+        public long Nonce;
+        public long SentAtTicks;
+        public ClientRequestState State;
+        public bool Reported;
+        public bool CompletedFailed;
+        public ushort CompletedErrorCode;
+        public long CompletedNonce;
+    }
+
+    /// <summary>The requests of one node: the pending ones, and the completed ones as a prefix plus stragglers.</summary>
+    private sealed class NodeLedger
+    {
+        private readonly HashSet<ulong> _completedAbovePrefix = [];
+        private bool _anyIssued;
+
+        // Every id in (_prefixStart, _completedPrefix] was issued and completed. Ids are assigned in order, so
+        // the prefix advances as requests complete and the set holds only completions ahead of an open request.
+        private ulong _prefixStart;
+        private ulong _completedPrefix;
+
+        public Dictionary<ulong, IssuedRequest> Pending { get; } = [];
+
+        public void NoteIssued(ulong msgSeq)
+        {
+            if (_anyIssued)
+            {
+                return;
+            }
+
+            _anyIssued = true;
+            _prefixStart = msgSeq == 0 ? 0 : msgSeq - 1;
+            _completedPrefix = _prefixStart;
+        }
+
+        public bool IsCompleted(ulong msgSeq) =>
+            (msgSeq > _prefixStart && msgSeq <= _completedPrefix) || _completedAbovePrefix.Contains(msgSeq);
+
+        public void NoteCompleted(ulong msgSeq)
+        {
+            if (msgSeq != _completedPrefix + 1)
+            {
+                _completedAbovePrefix.Add(msgSeq);
+                return;
+            }
+
+            _completedPrefix = msgSeq;
+            while (_completedAbovePrefix.Remove(_completedPrefix + 1))
+            {
+                _completedPrefix++;
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+using System.Text;
+using PlayHouse.Core.Pooling;
+
+namespace PlayHouse.Simulation.Checkers;
+
+/// <summary>
+/// No pooled buffer leaks (B7): at quiescence every watched pool has nothing outstanding and as many returns as
+/// rents, and its checked-mode ledger agrees with its counters. A leak names the first leaked buffers and
+/// their owners. Uses only the pool totals (<see cref="MessagePool.GetStatistics"/>) and the ledger
+/// (<see cref="MessagePool.GetOutstanding"/>).
+/// </summary>
+/// <remarks>
+/// Thread-safe (the pools are, and a lock guards the watch list). Add pools before the run starts: a buffer
+/// rented before <see cref="Add"/> counts as well.
+/// </remarks>
+public sealed class PoolLedgerChecker : InvariantChecker
+{
+    public const string CheckerName = "PoolLedger";
+
+    private readonly Lock _gate = new();
+    private readonly List<WatchedPool> _pools = [];
+
+    /// <param name="context">The run's checker context.</param>
+    /// <param name="leakedBuffersListedMax">Leaked buffers a violation names before it says "and N more".</param>
+    public PoolLedgerChecker(CheckerContext context, int leakedBuffersListedMax = 5)
+        : base(CheckerName, context)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(leakedBuffersListedMax);
+        LeakedBuffersListedMax = leakedBuffersListedMax;
+    }
+
+    public PoolLedgerChecker(TimeProvider time, int leakedBuffersListedMax = 5)
+        : this(new CheckerContext(time), leakedBuffersListedMax)
+    {
+    }
+
+    public int LeakedBuffersListedMax { get; }
+
+    /// <summary>Pools watched, in the order they were added.</summary>
+    public int PoolCount
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _pools.Count;
+            }
+        }
+    }
+
+    /// <summary>Watches a pool; it must be in checked mode, since only the ledger can name a leak's owner.</summary>
+    /// <returns>False when this pool is already watched (under any name).</returns>
+    public bool Add(string poolName, MessagePool pool)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(poolName);
+        ArgumentNullException.ThrowIfNull(pool);
+        if (!pool.Options.CheckedMode)
+        {
+            throw new ArgumentException($"Pool '{poolName}' is not in checked mode (MessagePoolOptions.CheckedMode); its leaks could not be named.", nameof(pool));
+        }
+
+        lock (_gate)
+        {
+            foreach (var watched in _pools)
+            {
+                if (ReferenceEquals(watched.Pool, pool))
+                {
+                    return false;
+                }
+            }
+
+            _pools.Add(new WatchedPool(poolName, pool));
+            return true;
+        }
+    }
+
+    public override void CheckQuiescent()
+    {
+        lock (_gate)
+        {
+            foreach (var watched in _pools)
+            {
+                Check(watched);
+            }
+        }
+    }
+
+    private void Check(WatchedPool watched)
+    {
+        var statistics = watched.Pool.GetStatistics();
+        var outstanding = watched.Pool.GetOutstanding();
+        var balanced = statistics.Outstanding == 0 && statistics.Rents == statistics.Returns && outstanding.Count == 0;
+
+        // A pool that stays unbalanced in the same way across quiescent checks is one leak, reported once.
+        if (balanced || statistics == watched.LastReported)
+        {
+            return;
+        }
+
+        watched.LastReported = statistics;
+        var text = new StringBuilder();
+        text.Append($"pool '{watched.Name}': {statistics.Outstanding} buffer(s) outstanding at quiescence (rents {statistics.Rents}, returns {statistics.Returns})");
+        if (outstanding.Count != statistics.Outstanding)
+        {
+            text.Append($"; the ledger lists {outstanding.Count}, which disagrees with the counters");
+        }
+
+        if (outstanding.Count > 0)
+        {
+            text.Append("; first leaked: ");
+            var listed = Math.Min(outstanding.Count, LeakedBuffersListedMax);
+            for (var i = 0; i < listed; i++)
+            {
+                var buffer = outstanding[i];
+                text.Append(i == 0 ? string.Empty : ", ")
+                    .Append($"#{buffer.BufferId} ({buffer.LengthBytes} B, owner '{buffer.Owner ?? "?"}')");
+            }
+
+            if (outstanding.Count > listed)
+            {
+                text.Append($", and {outstanding.Count - listed} more");
+            }
+        }
+
+        Log.Record(text.ToString());
+    }
+
+    private sealed class WatchedPool(string name, MessagePool pool)
+    {
+        public string Name { get; } = name;
+
+        public MessagePool Pool { get; } = pool;
+
+        public MessagePoolStatistics? LastReported { get; set; }
+    }
+}

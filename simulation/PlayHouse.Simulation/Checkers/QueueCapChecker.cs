@@ -1,0 +1,165 @@
+using System.Globalization;
+using System.Runtime.InteropServices;
+using PlayHouse.Core.Runtime;
+
+namespace PlayHouse.Simulation.Checkers;
+
+/// <summary>
+/// Every queue stays within its cap (B15). Named queues (session send queues, RTT trackers, network paths)
+/// are reported through <see cref="Observe"/>; stage mailboxes through the <see cref="OnMailboxPosted"/> hook
+/// against the cap registered for their node with <see cref="WatchMailboxes(string, int, int)"/>. Records the
+/// high-water mark of every queue; a queue over its cap is one violation, at the first overflow.
+/// </summary>
+/// <remarks>Thread-safe (one lock per observation). Watch nodes before the run: a mailbox takes its cap when first seen.</remarks>
+public sealed class QueueCapChecker : RuntimeInvariantChecker
+{
+    public const string CheckerName = "QueueCap";
+
+    private readonly Lock _gate = new();
+    private readonly Dictionary<string, QueueState> _named = new(StringComparer.Ordinal);
+    private readonly Dictionary<(string NodeId, long StageId), QueueState> _mailboxes = [];
+    private readonly Dictionary<string, MailboxCap> _mailboxCaps = new(StringComparer.Ordinal);
+
+    public QueueCapChecker(CheckerContext context)
+        : base(CheckerName, context)
+    {
+    }
+
+    public QueueCapChecker(TimeProvider time)
+        : this(new CheckerContext(time))
+    {
+    }
+
+    /// <summary>Records the length of a named queue and checks it against <paramref name="cap"/>.</summary>
+    public void Observe(string queueName, int length, int cap)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(queueName);
+        lock (_gate)
+        {
+            ref var queue = ref CollectionsMarshal.GetValueRefOrAddDefault(_named, queueName, out _);
+            queue.Cap = cap;
+            if (length > queue.HighWater)
+            {
+                queue.HighWater = length;
+            }
+
+            if (length > cap && !queue.Exceeded)
+            {
+                queue.Exceeded = true;
+                Log.Record($"queue '{queueName}' held {length} entries, over its cap of {cap}");
+            }
+        }
+    }
+
+    /// <summary>
+    /// Checks the mailboxes of a node's stages against <paramref name="mailboxCapacityMax"/> plus
+    /// <paramref name="internalEntriesAllowance"/>.
+    /// </summary>
+    /// <remarks>
+    /// Why an allowance: <c>MailboxCapacityMax</c> caps only external messages (from clients and other stages).
+    /// The stage's own completions (timer and game-loop ticks, reply callbacks, off-stage results) and the
+    /// runtime's lifecycle entries (create, connection changes, leave, destroy) bypass that cap in
+    /// <c>StageHost.Post</c>, because each stands for work that is capped where it starts (pending ticks per
+    /// timer, off-stage work in flight, pending requests). The mailbox may therefore legitimately hold more
+    /// than <c>MailboxCapacityMax</c>; the allowance is how many such internal entries the scenario expects at
+    /// most, and anything beyond it is a queue growing without a bound.
+    /// </remarks>
+    public void WatchMailboxes(string nodeId, int mailboxCapacityMax, int internalEntriesAllowance)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(nodeId);
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(mailboxCapacityMax);
+        ArgumentOutOfRangeException.ThrowIfNegative(internalEntriesAllowance);
+        lock (_gate)
+        {
+            _mailboxCaps[nodeId] = new MailboxCap(mailboxCapacityMax, internalEntriesAllowance);
+        }
+    }
+
+    /// <summary>Watches a node's mailboxes with the cap from its <see cref="ServerOptions"/>.</summary>
+    public void WatchMailboxes(ServerNode node, int internalEntriesAllowance)
+    {
+        ArgumentNullException.ThrowIfNull(node);
+        WatchMailboxes(node.NodeId, node.Options.MailboxCapacityMax, internalEntriesAllowance);
+    }
+
+    public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength)
+    {
+        lock (_gate)
+        {
+            ref var mailbox = ref CollectionsMarshal.GetValueRefOrAddDefault(_mailboxes, (nodeId, stageId), out var seen);
+            if (!seen)
+            {
+                // An unwatched node's mailboxes are recorded but uncapped.
+                mailbox.Cap = _mailboxCaps.TryGetValue(nodeId, out var cap) ? cap.Total : int.MaxValue;
+            }
+
+            if (mailboxLength > mailbox.HighWater)
+            {
+                mailbox.HighWater = mailboxLength;
+            }
+
+            if (mailboxLength > mailbox.Cap && !mailbox.Exceeded)
+            {
+                mailbox.Exceeded = true;
+                var cap = _mailboxCaps[nodeId];
+                Log.Record($"mailbox of stage {nodeId}/{stageId} held {mailboxLength} messages, over its cap of {mailbox.Cap} (MailboxCapacityMax {cap.CapacityMax} + {cap.InternalAllowance} internal entries)");
+            }
+        }
+    }
+
+    /// <summary>
+    /// The high-water mark of every queue seen: named queues by name (ordinal), then mailboxes by node id
+    /// (ordinal) and stage id. A cap of <see cref="int.MaxValue"/> means no cap was registered.
+    /// </summary>
+    public IReadOnlyList<QueueHighWater> GetHighWaters()
+    {
+        lock (_gate)
+        {
+            var named = new List<QueueHighWater>(_named.Count);
+            foreach (var pair in _named)
+            {
+                named.Add(new QueueHighWater(pair.Key, pair.Value.HighWater, pair.Value.Cap));
+            }
+
+            named.Sort(static (a, b) => string.CompareOrdinal(a.Name, b.Name));
+
+            var mailboxKeys = new List<(string NodeId, long StageId)>(_mailboxes.Keys);
+            mailboxKeys.Sort(static (a, b) =>
+            {
+                var byNode = string.CompareOrdinal(a.NodeId, b.NodeId);
+                return byNode != 0 ? byNode : a.StageId.CompareTo(b.StageId);
+            });
+            foreach (var key in mailboxKeys)
+            {
+                var mailbox = _mailboxes[key];
+                named.Add(new QueueHighWater(MailboxName(key.NodeId, key.StageId), mailbox.HighWater, mailbox.Cap));
+            }
+
+            return named;
+        }
+    }
+
+    /// <summary>The name a mailbox has in <see cref="GetHighWaters"/>.</summary>
+    public static string MailboxName(string nodeId, long stageId) => string.Create(CultureInfo.InvariantCulture, $"mailbox {nodeId}/{stageId}");
+
+    private struct QueueState
+    {
+        public int HighWater;
+        public int Cap;
+        public bool Exceeded;
+    }
+
+    private readonly record struct MailboxCap(int CapacityMax, int InternalAllowance)
+    {
+        public int Total => (int)Math.Min(int.MaxValue, (long)CapacityMax + InternalAllowance);
+    }
+}
+
+/// <summary>The most entries a queue held, and its cap (<see cref="int.MaxValue"/>: none registered).</summary>
+public readonly record struct QueueHighWater(string Name, int HighWater, int Cap)
+{
+    public override string ToString() =>
+        Cap == int.MaxValue
+            ? string.Create(CultureInfo.InvariantCulture, $"{Name}: high-water {HighWater} (uncapped)")
+            : string.Create(CultureInfo.InvariantCulture, $"{Name}: high-water {HighWater} of cap {Cap}");
+}

@@ -1,0 +1,165 @@
+using System.Runtime.InteropServices;
+using PlayHouse.Core.Runtime;
+
+namespace PlayHouse.Simulation.Checkers;
+
+/// <summary>
+/// At most one handler of a stage runs at any moment (B9): counts handler entries and exits per (node, stage),
+/// records a violation when a second handler enters while one is active or an exit has no entry, and keeps
+/// the high-water mark of concurrently active handlers (1 on a correct run).
+/// </summary>
+/// <remarks>
+/// Thread-safe: one lock per hook call. In real mode handlers of different stages run on many threads; the
+/// runtime calls the exit hook before a stage's turn ends, so the next turn's entry is ordered after it.
+/// <see cref="CheckStep"/> assumes the single-threaded world: between two steps no handler is running.
+/// </remarks>
+public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
+{
+    public const string CheckerName = "SingleActiveHandler";
+
+    private readonly Lock _gate = new();
+    private readonly Dictionary<(string NodeId, long StageId), StageActivity> _stages = [];
+    private int _activeTotal;
+    private int _highWater;
+    private long _entries;
+
+    public SingleActiveHandlerChecker(CheckerContext context)
+        : base(CheckerName, context)
+    {
+    }
+
+    public SingleActiveHandlerChecker(TimeProvider time)
+        : this(new CheckerContext(time))
+    {
+    }
+
+    /// <summary>The most handlers of one stage ever active at once, over all stages.</summary>
+    public int HighWater
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _highWater;
+            }
+        }
+    }
+
+    /// <summary>Handler entries seen (turns and resumed continuations).</summary>
+    public long Entries => Interlocked.Read(ref _entries);
+
+    /// <summary>Per-stage high-water marks, ordered by node id (ordinal) then stage id.</summary>
+    public IReadOnlyList<StageHandlerHighWater> GetHighWaters()
+    {
+        lock (_gate)
+        {
+            var list = new List<StageHandlerHighWater>(_stages.Count);
+            foreach (var pair in _stages)
+            {
+                list.Add(new StageHandlerHighWater(pair.Key.NodeId, pair.Key.StageId, pair.Value.HighWater));
+            }
+
+            list.Sort(static (a, b) =>
+            {
+                var byNode = string.CompareOrdinal(a.NodeId, b.NodeId);
+                return byNode != 0 ? byNode : a.StageId.CompareTo(b.StageId);
+            });
+            return list;
+        }
+    }
+
+    public override void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId)
+    {
+        lock (_gate)
+        {
+            _entries++;
+            ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
+            stage.Active++;
+            stage.Entries++;
+            _activeTotal++;
+            if (stage.Active > stage.HighWater)
+            {
+                stage.HighWater = stage.Active;
+                _highWater = Math.Max(_highWater, stage.Active);
+            }
+
+            if (stage.Active == 1)
+            {
+                stage.ActiveKind = kind;
+                stage.ActiveMsgId = msgId;
+                return;
+            }
+
+            Log.Record($"stage {nodeId}/{stageId}: handler {DescribeWork(kind, msgId)} entered while {DescribeWork(stage.ActiveKind, stage.ActiveMsgId)} was still active ({stage.Active} handlers active at once)");
+        }
+    }
+
+    public override void OnHandlerExited(string nodeId, long stageId)
+    {
+        lock (_gate)
+        {
+            ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
+            if (stage.Active == 0)
+            {
+                Log.Record($"stage {nodeId}/{stageId}: a handler exited while none was active (exit without entry)");
+                return;
+            }
+
+            stage.Active--;
+            _activeTotal--;
+        }
+    }
+
+    /// <summary>Between two steps of the single-threaded world every handler has exited (an await exits too).</summary>
+    public override void CheckStep() => ReportStillActive("at the end of a step");
+
+    public override void CheckQuiescent() => ReportStillActive("at quiescence");
+
+    private void ReportStillActive(string when)
+    {
+        lock (_gate)
+        {
+            // The total makes the common case one comparison; the scan runs only when something is wrong.
+            if (_activeTotal == 0)
+            {
+                return;
+            }
+
+            var stuck = new List<(string NodeId, long StageId)>();
+            foreach (var pair in _stages)
+            {
+                if (pair.Value.Active > 0 && pair.Value.ReportedAtEntries != pair.Value.Entries)
+                {
+                    stuck.Add(pair.Key);
+                }
+            }
+
+            stuck.Sort(static (a, b) =>
+            {
+                var byNode = string.CompareOrdinal(a.NodeId, b.NodeId);
+                return byNode != 0 ? byNode : a.StageId.CompareTo(b.StageId);
+            });
+            foreach (var key in stuck)
+            {
+                ref var stage = ref CollectionsMarshal.GetValueRefOrNullRef(_stages, key);
+
+                // Reported once per stuck entry, so a handler that never exits is one violation, not one per step.
+                stage.ReportedAtEntries = stage.Entries;
+                Log.Record($"stage {key.NodeId}/{key.StageId}: handler {DescribeWork(stage.ActiveKind, stage.ActiveMsgId)} still active {when} ({stage.Active} entered, not exited)");
+            }
+        }
+    }
+
+    private struct StageActivity
+    {
+        public int Active;
+        public int HighWater;
+        public long Entries;
+        public long ReportedAtEntries;
+        public StageWorkKind ActiveKind;
+        public string? ActiveMsgId;
+    }
+}
+
+/// <summary>The most handlers of one stage that were active at once.</summary>
+public readonly record struct StageHandlerHighWater(string NodeId, long StageId, int HighWater);
