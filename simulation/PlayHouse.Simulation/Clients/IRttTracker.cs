@@ -18,6 +18,12 @@ public interface IRttTracker
     /// <summary>Classifies a reply and, when it is matched, records its round trip.</summary>
     RttOutcome OnReply(ushort seq, long receivedTicks);
 
+    /// <summary>
+    /// Classifies a reply and, when it is matched, records its round trip and returns it in
+    /// <paramref name="rttTicks"/> (0 otherwise), for trace lines and for checking against ground truth.
+    /// </summary>
+    RttOutcome OnReply(ushort seq, long receivedTicks, out long rttTicks);
+
     /// <summary>Releases requests sent at least <paramref name="timeout"/> before <paramref name="nowTicks"/>;
     /// returns how many were released.</summary>
     int ExpireOlderThan(long nowTicks, TimeSpan timeout);

@@ -132,8 +132,11 @@ public sealed class RttTracker : IRttTracker
         return true;
     }
 
-    public RttOutcome OnReply(ushort seq, long receivedTicks)
+    public RttOutcome OnReply(ushort seq, long receivedTicks) => OnReply(seq, receivedTicks, out _);
+
+    public RttOutcome OnReply(ushort seq, long receivedTicks, out long rttTicks)
     {
+        rttTicks = 0;
         ref var slot = ref _slots[seq & _slotMask];
         if (slot.State == SlotState.Empty || slot.Seq != seq)
         {
@@ -145,8 +148,7 @@ public sealed class RttTracker : IRttTracker
         switch (slot.State)
         {
             case SlotState.InFlight:
-                var rttTicks = receivedTicks - slot.SentTicks;
-                if (rttTicks < 0)
+                if (receivedTicks < slot.SentTicks)
                 {
                     throw new ArgumentOutOfRangeException(
                         nameof(receivedTicks),
@@ -154,6 +156,7 @@ public sealed class RttTracker : IRttTracker
                         $"Reply {seq} received before its request was sent at {slot.SentTicks}: the clock went backwards.");
                 }
 
+                rttTicks = receivedTicks - slot.SentTicks;
                 slot.State = SlotState.Matched;
                 phase.InFlight--;
                 phase.Matched++;

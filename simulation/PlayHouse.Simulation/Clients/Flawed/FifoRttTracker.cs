@@ -63,9 +63,12 @@ public sealed class FifoRttTracker : IRttTracker
         return true;
     }
 
+    public RttOutcome OnReply(ushort seq, long receivedTicks) => OnReply(seq, receivedTicks, out _);
+
     /// <summary>Pairs the reply with the oldest queued timestamp, ignoring <paramref name="seq"/>.</summary>
-    public RttOutcome OnReply(ushort seq, long receivedTicks)
+    public RttOutcome OnReply(ushort seq, long receivedTicks, out long rttTicks)
     {
+        rttTicks = 0;
         if (!_sentTicks.TryDequeue(out var sentTicks))
         {
             Unknown++;
@@ -73,12 +76,13 @@ public sealed class FifoRttTracker : IRttTracker
         }
 
         Matched++;
+        // Every queued timestamp precedes this reply, so the difference is non-negative, just not this
+        // request's round trip once a pairing has shifted.
+        rttTicks = receivedTicks - sentTicks;
         if (IsMeasuring)
         {
             MeasuredMatched++;
-            // Every queued timestamp precedes this reply, so the difference is non-negative, just not this
-            // request's round trip once a pairing has shifted.
-            _measured.Record(receivedTicks - sentTicks);
+            _measured.Record(rttTicks);
         }
         else
         {
