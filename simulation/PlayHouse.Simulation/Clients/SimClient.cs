@@ -83,6 +83,9 @@ public sealed class SimClient : IDisposable
 
     public string Endpoint { get; }
 
+    /// <summary>Free for the owner (a workload driver), so reply callbacks can be static and allocate nothing.</summary>
+    public object? Tag { get; set; }
+
     /// <summary>The most requests this client keeps pending; further requests are refused.</summary>
     public int InFlightMax { get; }
 

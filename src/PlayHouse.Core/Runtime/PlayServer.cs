@@ -87,6 +87,24 @@ public sealed class PlayServer : ServerNode
     public Task<Response> CreateStage(string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
         RequestAsync(NodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.CreateStage, stageType);
 
+    /// <summary>Closes a stage from outside (a host or a test): every actor, then the stage, is destroyed after its current handler.</summary>
+    public bool CloseStage(long stageId)
+    {
+        StageHost? stage;
+        lock (_stagesGate)
+        {
+            _stages.TryGetValue(stageId, out stage);
+        }
+
+        if (stage is null)
+        {
+            return false;
+        }
+
+        stage.RequestClose();
+        return true;
+    }
+
     // ---- Sessions ----
 
     /// <summary>Accepts a client connection and returns its session id, unique on this server whatever the transport (B14).</summary>

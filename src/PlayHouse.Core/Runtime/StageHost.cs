@@ -706,14 +706,21 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         actor.Link.SendToClient(msgId, payload);
     }
 
-    public void CloseStage()
+    public void CloseStage() => RequestClose();
+
+    /// <summary>Posts the destroy step once; callable from any thread.</summary>
+    internal void RequestClose()
     {
-        if (_closeRequested)
+        lock (_gate)
         {
-            return;
+            if (_closeRequested)
+            {
+                return;
+            }
+
+            _closeRequested = true;
         }
 
-        _closeRequested = true;
         Post(new StageMessage { Kind = StageWorkKind.Destroy });
     }
 
