@@ -37,8 +37,16 @@ internal sealed class ExchangeScenario
         var refused = 0L;
         var lastDueTicks = 0L;
 
+        // A healthy run ends long before this; a tracker that never frees a slot must fail the test, not hang it.
+        var nowTicksMax = (RequestCount * SendIntervalTicks * 100) + (Timeout.Ticks * 100);
         for (var nowTicks = 0L; next < RequestCount || replies.Count > 0 || nowTicks <= lastDueTicks + Timeout.Ticks; nowTicks++)
         {
+            if (nowTicks > nowTicksMax)
+            {
+                throw new InvalidOperationException(
+                    $"Exchange stalled: {next} of {RequestCount} requests sent by tick {nowTicks}, {tracker.InFlight} in flight.");
+            }
+
             // Replies first, then expiry, then sends: a reply due now must beat its own timeout.
             while (replies.TryPeek(out var request, out var due) && due.DueTicks == nowTicks)
             {
