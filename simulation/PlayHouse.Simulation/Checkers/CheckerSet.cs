@@ -28,6 +28,12 @@ public sealed record CheckerSetOptions
 /// from the workload, then call <see cref="CheckStep"/> after every simulated step and <see cref="CheckQuiescent"/>
 /// when the world is quiet. Runtime hooks are fanned out to the observer-based checkers and, when a trace is
 /// given, recorded in it as canonical lines.
+/// <para>When each invariant is judged: <b>as events happen</b> (no polling): per-sender FIFO, a second handler
+/// on a stage, request completions that are second or never issued, mis-paired client replies, queues over
+/// their caps, lifecycle order. <b>After every step</b> (<see cref="CheckStep"/>, cheap): no handler is still
+/// active between two steps of the single-threaded world; liveness windows that have ended. <b>At
+/// quiescence</b> (<see cref="CheckQuiescent"/>): requests (node and client) never completed, pool leaks, stages
+/// still creating, actors stuck mid-join, clients that can no longer progress.</para>
 /// </summary>
 /// <example>
 /// <code>

@@ -136,7 +136,11 @@ public sealed class LivenessChecker : InvariantChecker
         client.BaselineTicks = _healed ? Math.Max(_healedAtTicks, client.RegisteredAtTicks) : client.RegisteredAtTicks;
         client.Judged = false;
         client.ProgressedSinceBaseline = client.EverProgressed && client.LastProgressTicks >= client.BaselineTicks;
-        client.FirstProgressSinceBaselineTicks = client.ProgressedSinceBaseline ? client.LastProgressTicks : 0;
+
+        // Progress already reported at or after a baseline that lies in the past (a heal reported late) happened
+        // somewhere in [baseline, last progress]; the earliest possible instant is taken, so this never blames a
+        // client that may have been on time.
+        client.FirstProgressSinceBaselineTicks = client.ProgressedSinceBaseline ? client.BaselineTicks : 0;
         _deadlines.Enqueue((clientId, client.ArmVersion), client.BaselineTicks + ProgressWindow.Ticks);
     }
 

@@ -140,4 +140,20 @@ public sealed class LivenessCheckerTests
             "1 client(s) made no progress within 00:00:05 of the heal at 00:00:30: client 1 (last progress at 00:00:11)",
             Assert.Single(checker.Violations).Message);
     }
+
+    [Fact]
+    public void Liveness_HealReportedAfterTheProgressItEnabled_CountsThatProgress()
+    {
+        var checker = new LivenessChecker(_clock, TimeSpan.FromSeconds(5));
+        checker.Register(1, 0);
+        checker.Register(2, 0);
+        checker.OnProgress(1, 102 * Second);
+        checker.OnProgress(2, 99 * Second);
+        checker.FaultsHealedAt(100 * Second);
+        checker.Check(200 * Second);
+
+        Assert.Equal(
+            "1 client(s) made no progress within 00:00:05 of the heal at 00:01:40: client 2 (last progress at 00:01:39)",
+            Assert.Single(checker.Violations).Message);
+    }
 }
