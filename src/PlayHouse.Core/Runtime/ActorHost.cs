@@ -17,6 +17,9 @@ internal sealed class ActorHost(StageHost stage, long instance) : IActorLink
 
     public bool IsJoined { get; set; }
 
+    /// <summary>True once OnDestroy was called (or is about to be), so it never runs twice.</summary>
+    public bool IsDestroyed { get; set; }
+
     public StageHost Host => stage;
 
     public long SessionId => Session?.SessionId ?? 0;

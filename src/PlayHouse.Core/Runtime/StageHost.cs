@@ -479,6 +479,37 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     {
         var session = message.Session!;
         var actorHost = new ActorHost(this, _server.NextActorInstance());
+        try
+        {
+            await RunJoinSteps(message, session, actorHost);
+        }
+        catch (Exception ex) when (!actorHost.IsJoined)
+        {
+            // A join callback threw before the actor joined: the client hears HandlerFailed, its session may
+            // authenticate again, and an actor that was created is destroyed, so no session or actor is stuck.
+            LastHandlerException = ex;
+            Counters.AddHandlerFailure();
+            _server.TryReplyError(message.Reply, ErrorCodes.HandlerFailed, StageId);
+            _server.OnJoinFailed(session);
+            if (actorHost.User is not null && !actorHost.IsDestroyed)
+            {
+                actorHost.IsDestroyed = true;
+                Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
+                try
+                {
+                    await actorHost.User.OnDestroy();
+                }
+                catch (Exception destroyError)
+                {
+                    LastHandlerException = destroyError;
+                    Counters.AddHandlerFailure();
+                }
+            }
+        }
+    }
+
+    private async ValueTask RunJoinSteps(StageMessage message, ClientSession session, ActorHost actorHost)
+    {
         var actor = _registration.ActorFactory(actorHost);
         actorHost.User = actor;
         var packet = new Packet(message.MsgId!, message.Payload, message.Reply);
@@ -492,6 +523,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             auth.ReplyPayload.DisposeIfOwner();
             _server.TryReplyError(message.Reply, auth.ErrorCode == ErrorCodes.Success ? ErrorCodes.AuthenticationFailed : auth.ErrorCode, StageId);
             _server.OnJoinFailed(session);
+            actorHost.IsDestroyed = true;
             Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
             await actor.OnDestroy();
             return;
@@ -501,6 +533,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             // Reconnect (B11): the account keeps its one actor; the probe actor that authenticated is destroyed
             // and routing points at the live actor, which is told it is connected again.
+            actorHost.IsDestroyed = true;
             Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
             await actor.OnDestroy();
             var wasConnected = existing.Session is not null;
@@ -530,6 +563,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             auth.ReplyPayload.DisposeIfOwner();
             _server.TryReplyError(message.Reply, ErrorCodes.JoinStageRejected, StageId);
             _server.OnJoinFailed(session);
+            actorHost.IsDestroyed = true;
             Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
             await actor.OnDestroy();
             return;

@@ -203,4 +203,39 @@ public sealed class StageLifecycleTests
         Assert.Equal(ErrorCodes.NotInStage, client.ReplyTo(seq).ErrorCode);
         h.Pool.ThrowIfLeaks();
     }
+
+    [Fact]
+    public void AuthenticateThrowing_RepliesHandlerFailedDestroysTheActorAndAllowsRetry()
+    {
+        var throwOnce = true;
+        using var h = new RuntimeHarness(actorFactory: link => new ThrowingActor(link, () => throwOnce));
+        var client = new FakeClient(h);
+        var failed = client.Authenticate(3, 5);
+        h.Pump();
+        throwOnce = false;
+        var retried = client.Authenticate(3, 5);
+        h.Pump();
+
+        Assert.Equal(ErrorCodes.HandlerFailed, client.ReplyTo(failed).ErrorCode);
+        Assert.Equal(ErrorCodes.Success, client.ReplyTo(retried).ErrorCode);
+        var events = h.Events.EventsOf(3).ToList();
+        Assert.Equal(2, events.Count(e => e == LifecycleEvent.ActorCreate));
+        Assert.Equal(1, events.Count(e => e == LifecycleEvent.ActorDestroy));
+        Assert.Equal(1, h.Play.Counters.HandlerFailures);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    private sealed class ThrowingActor(IActorLink link, Func<bool> shouldThrow) : IActor
+    {
+        public IActorLink Link { get; } = link;
+
+        public ValueTask OnCreate() => ValueTask.CompletedTask;
+
+        public ValueTask<AuthenticateResult> OnAuthenticate(Packet packet) =>
+            shouldThrow() ? throw new InvalidOperationException("auth store down") : ValueTask.FromResult(AuthenticateResult.Success(5));
+
+        public ValueTask OnPostAuthenticate() => ValueTask.CompletedTask;
+
+        public ValueTask OnDestroy() => ValueTask.CompletedTask;
+    }
 }
