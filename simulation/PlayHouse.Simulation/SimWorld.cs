@@ -43,6 +43,7 @@ public sealed class SimWorld
         Trace = new SimTrace();
         Time = new SimTimeProvider(this);
         Executor = new SimExecutor(this);
+        SynchronizationContext = new ExecutorSynchronizationContext(Executor);
         _ownerThreadId = Environment.CurrentManagedThreadId;
     }
 
@@ -58,6 +59,12 @@ public sealed class SimWorld
     public SimTimeProvider Time { get; }
 
     public SimExecutor Executor { get; }
+
+    /// <summary>
+    /// Current while an event runs, so an <c>await</c> anywhere in simulation code (scenarios, clients, API
+    /// handlers) resumes through the simulation executor instead of on the ThreadPool.
+    /// </summary>
+    public ExecutorSynchronizationContext SynchronizationContext { get; }
 
     public SimTrace Trace { get; }
 
@@ -118,7 +125,17 @@ public sealed class SimWorld
             throw new SimulationException($"Livelock: more than {Options.EventsMax} events ran (virtual time {Now}).");
         }
 
-        item.Execute();
+        var previous = System.Threading.SynchronizationContext.Current;
+        System.Threading.SynchronizationContext.SetSynchronizationContext(SynchronizationContext);
+        try
+        {
+            item.Execute();
+        }
+        finally
+        {
+            System.Threading.SynchronizationContext.SetSynchronizationContext(previous);
+        }
+
         return true;
     }
 

@@ -395,16 +395,16 @@ public sealed class CheckerSet : RuntimeObserver
     private sealed class TraceText
     {
         private const int CachedTextsMax = 4_096;
-        private static readonly string[] _lifecycleKinds = BuildKinds<LifecycleEvent>("lifecycle.");
-        private static readonly string[] _enterKinds = BuildKinds<StageWorkKind>("enter.");
-        private static readonly string[] _completedKinds = BuildKinds<RequestOutcome>("request.");
+        private static readonly string[] LifecycleKinds = BuildKinds<LifecycleEvent>("lifecycle.");
+        private static readonly string[] EnterKinds = BuildKinds<StageWorkKind>("enter.");
+        private static readonly string[] CompletedKinds = BuildKinds<RequestOutcome>("request.");
         private readonly Dictionary<(string A, string? B, string? C), string> _texts = [];
 
-        public static string Lifecycle(LifecycleEvent value) => Kind(_lifecycleKinds, (int)value, "lifecycle.", value);
+        public static string Lifecycle(LifecycleEvent value) => Kind(LifecycleKinds, (int)value, "lifecycle.", value);
 
-        public static string Enter(StageWorkKind value) => Kind(_enterKinds, (int)value, "enter.", value);
+        public static string Enter(StageWorkKind value) => Kind(EnterKinds, (int)value, "enter.", value);
 
-        public static string Completed(RequestOutcome value) => Kind(_completedKinds, (int)value, "request.", value);
+        public static string Completed(RequestOutcome value) => Kind(CompletedKinds, (int)value, "request.", value);
 
         /// <summary>The fields joined by single spaces, null ones left out ("-" stands for a missing msg id).</summary>
         public string Get(string a, string? b) => Get(a, b ?? "-", null);

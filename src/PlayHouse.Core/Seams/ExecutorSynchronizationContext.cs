@@ -10,7 +10,7 @@ public sealed class ExecutorSynchronizationContext(IExecutor executor) : Synchro
 {
     public IExecutor Executor { get; } = executor;
 
-    public override void Post(SendOrPostCallback d, object? state) => Executor.Schedule(new PostedCallback(d, state));
+    public override void Post(SendOrPostCallback d, object? state) => Executor.Schedule(new PostedCallback(this, d, state));
 
     public override void Send(SendOrPostCallback d, object? state) =>
         throw new NotSupportedException("Synchronous Send would block the executor; use Post.");
@@ -33,12 +33,13 @@ public sealed class ExecutorSynchronizationContext(IExecutor executor) : Synchro
         }
     }
 
-    private sealed class PostedCallback(SendOrPostCallback callback, object? state) : IThreadPoolWorkItem
+    private sealed class PostedCallback(ExecutorSynchronizationContext owner, SendOrPostCallback callback, object? state) : IThreadPoolWorkItem
     {
         public void Execute()
         {
+            // The continuation runs with this context current, so its next await comes back here too.
             var previous = Current;
-            SetSynchronizationContext(null);
+            SetSynchronizationContext(owner);
             try
             {
                 callback(state);

@@ -6,7 +6,7 @@ namespace PlayHouse.Simulation.Tests.Checkers;
 
 public sealed class CheckerSetTests
 {
-    private static readonly string[] _standardNames =
+    private static readonly string[] StandardNames =
         ["FifoPerSender", "SingleActiveHandler", "ExactlyOnceRequest", "PoolLedger", "QueueCap", "Lifecycle", "Liveness"];
 
     private readonly ManualTimeProvider _clock = new();
@@ -23,7 +23,7 @@ public sealed class CheckerSetTests
 
         Assert.True(set.CheckStep());
         Assert.True(set.CheckQuiescent());
-        Assert.Equal(_standardNames, set.Verdicts.Select(v => v.CheckerName));
+        Assert.Equal(StandardNames, set.Verdicts.Select(v => v.CheckerName));
         Assert.All(set.Verdicts, v => Assert.True(v.Passed, v.ToString()));
         Assert.Null(set.FirstViolation);
         Assert.Empty(set.AllViolations);

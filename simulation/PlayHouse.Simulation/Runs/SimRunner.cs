@@ -1,0 +1,156 @@
+using PlayHouse.Core.Seams;
+using PlayHouse.Simulation.Checkers;
+using PlayHouse.Simulation.Cluster;
+using PlayHouse.Simulation.Metrics;
+
+namespace PlayHouse.Simulation.Runs;
+
+/// <summary>
+/// A clock for reports only: how long a run took on the wall. It never reaches the simulation; the runner
+/// CLI supplies the real one and tests supply none.
+/// </summary>
+public interface IWallClock
+{
+    /// <summary>Elapsed wall time since the clock started.</summary>
+    TimeSpan Elapsed { get; }
+}
+
+/// <summary>Progress of a run, reported every <see cref="RunSettings.ProgressEvents"/> events.</summary>
+public readonly record struct RunProgress(long Events, TimeSpan VirtualTime, string Workload);
+
+/// <summary>How to run: where the trace and progress go.</summary>
+public sealed record RunSettings
+{
+    /// <summary>Receives one canonical line per traced event; null writes none (the hash is kept either way).</summary>
+    public TextWriter? TraceWriter { get; init; }
+
+    public Action<RunProgress>? Progress { get; init; }
+
+    public long ProgressEvents { get; init; } = 250_000;
+
+    public IWallClock? WallClock { get; init; }
+
+    /// <summary>Events between the cheap per-step checks (1 = after every event).</summary>
+    public int CheckEveryEvents { get; init; } = 1;
+}
+
+/// <summary>
+/// Runs one scenario from one seed: builds the cluster with the checkers as every node's observer, applies
+/// the fault plan, steps the world until the workload is done (or the virtual time limit), winds down to
+/// quiescence and checks everything. The result says pass, invariant violation, liveness failure or crash.
+/// </summary>
+public static class SimRunner
+{
+    public static SimReport Run(IScenario scenario, ulong seed, SimOptions options, RunSettings? settings = null)
+    {
+        ArgumentNullException.ThrowIfNull(scenario);
+        ArgumentNullException.ThrowIfNull(options);
+        settings ??= new RunSettings();
+        options.Validate();
+        var wallStart = settings.WallClock?.Elapsed ?? TimeSpan.Zero;
+        CheckerSet? checkers = null;
+        SimCluster? cluster = null;
+        var rtt = new LatencyHistogram();
+        IScenarioRun? run = null;
+        string? crash = null;
+        var timedOut = false;
+        try
+        {
+            var builder = new SimClusterBuilder(seed)
+                .WithPlayServers(options.PlayServers)
+                .WithApiServers(options.ApiServers)
+                .WithClients(options.Clients, inFlightMax: Math.Min(ushort.MaxValue - 1, options.InFlight + 1))
+                .WithNetwork(options.ToPathOptions())
+                .WithMeshSemantics(options.Mesh)
+                .WithWorldOptions(new SimWorldOptions { ExploreSchedules = options.ExploreSchedules })
+                .WithObserver(c =>
+                {
+                    checkers = new CheckerSet(c.World.Time, new CheckerSetOptions { LivenessWindow = TimeSpan.FromMilliseconds(options.LivenessWindowMs) }, c.World.Trace);
+                    return checkers;
+                });
+            scenario.Configure(builder, options);
+            cluster = builder.Build();
+            var world = cluster.World;
+            world.Trace.Attach(settings.TraceWriter);
+            foreach (var node in cluster.Nodes)
+            {
+                checkers!.Queues.WatchMailboxes(node.Server, checkers.Options.MailboxInternalEntriesAllowance);
+            }
+
+            var context = new ScenarioContext(options, new Xoshiro256StarStar(cluster.WorkloadSeed), checkers!, rtt);
+            // Start inside the simulation's context, so any await in the scenario's setup resumes on the world.
+            world.SynchronizationContext.Run(() => run = scenario.Start(cluster, context));
+            if (run is null)
+            {
+                throw new InvalidOperationException($"Scenario '{scenario.Name}' did not start.");
+            }
+
+            var faults = new FaultApplier(cluster, options, run.OnClientFault);
+            faults.Schedule(options.Faults);
+            if (!options.Faults.IsEmpty)
+            {
+                world.ScheduleAt(options.Faults.HealedAt.Ticks, new Callback(() => checkers!.Liveness.FaultsHealedAt(world.NowTicks)));
+            }
+
+            var limitTicks = TimeSpan.FromMilliseconds(options.VirtualTimeLimitMs).Ticks;
+            var sinceCheck = 0;
+            while (!run.IsDone)
+            {
+                if (world.NowTicks > limitTicks)
+                {
+                    timedOut = true;
+                    break;
+                }
+
+                if (!world.Step())
+                {
+                    // Nothing left to happen but the workload is not done: it is stuck.
+                    timedOut = true;
+                    break;
+                }
+
+                if (++sinceCheck >= settings.CheckEveryEvents)
+                {
+                    sinceCheck = 0;
+                    if (!checkers!.CheckStep())
+                    {
+                        break;
+                    }
+                }
+
+                if (settings.Progress is not null && world.EventsExecuted % settings.ProgressEvents == 0)
+                {
+                    settings.Progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
+                }
+            }
+
+            var workloadEndTicks = world.NowTicks;
+            run.Finish();
+
+            // Wind down: let every close, timeout and in-flight byte play out, then check the quiet world.
+            world.RunUntilQuiet(world.NowTicks + TimeSpan.FromMinutes(10).Ticks);
+            foreach (var (name, pool) in cluster.LivePools())
+            {
+                checkers!.Pools.Add("pool of " + name, pool);
+            }
+
+            checkers!.CheckQuiescent();
+            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart);
+        }
+        catch (Exception ex) when (ex is not OutOfMemoryException)
+        {
+            crash = ex.ToString();
+            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, cluster?.World.NowTicks ?? 0, timedOut, crash, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart);
+        }
+        finally
+        {
+            cluster?.World.Trace.Attach(null);
+            cluster?.Dispose();
+        }
+    }
+
+    private sealed class Callback(Action action) : IThreadPoolWorkItem
+    {
+        public void Execute() => action();
+    }
+}
