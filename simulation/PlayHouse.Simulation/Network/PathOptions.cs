@@ -39,16 +39,14 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
             case LatencyShape.Exponential:
                 {
                     var scale = Math.Max(0, Mean.Ticks - min);
-                    var draw = -Math.Log(1.0 - random.NextDouble()) * scale;
-                    return Math.Min(max, min + (long)draw);
+                    return AboveMin(min, max, -Math.Log(1.0 - random.NextDouble()) * scale);
                 }
 
             case LatencyShape.LongTail:
                 {
                     // Pareto with alpha 1.5 has mean xm * 3; choose xm so the mean above the minimum matches.
                     var scale = Math.Max(0, Mean.Ticks - min) / 3.0;
-                    var draw = scale * Math.Pow(1.0 - random.NextDouble(), -1.0 / 1.5);
-                    return Math.Min(max, min + (long)draw);
+                    return AboveMin(min, max, scale * Math.Pow(1.0 - random.NextDouble(), -1.0 / 1.5));
                 }
 
             default:
@@ -62,6 +60,13 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
         LatencyShape.Uniform => $"uniform:{Min.TotalMilliseconds}-{Max.TotalMilliseconds}ms",
         _ => $"{Shape.ToString().ToLowerInvariant()}:{Min.TotalMilliseconds}/{Mean.TotalMilliseconds}/{Max.TotalMilliseconds}ms",
     };
+
+    /// <summary>
+    /// Adds a draw to the minimum, clamped at the maximum. The clamp is taken in floating point first: a heavy
+    /// tail draw can exceed the range of a long, and the saturated cast plus the minimum would wrap negative.
+    /// </summary>
+    private static long AboveMin(long min, long max, double drawTicks) =>
+        min + (long)Math.Min(drawTicks, max - min);
 }
 
 /// <summary>What loss means on a stream connection, which keeps TCP's promise (in order, or broken).</summary>
