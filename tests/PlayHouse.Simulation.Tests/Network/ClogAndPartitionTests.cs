@@ -41,6 +41,24 @@ public sealed class ClogAndPartitionTests
         h.AssertNoBytesInFlight();
     }
 
+    [Fact]
+    public void HeldBytes_LeaveAfterAFreshLatencyFromTheUnclog_LikeARetransmission()
+    {
+        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
+        h.Network.Clog("client", "server");
+        Assert.True(pair.Client.Send([1]));
+        Assert.True(pair.Client.Send([2]));
+        h.RunFor(TimeSpan.FromSeconds(1));
+        var unclogTicks = h.World.NowTicks;
+        h.Network.Unclog("client", "server");
+        Assert.True(pair.Client.Send([3]));
+        h.RunQuiet();
+
+        Assert.Equal([1, 2, 3], pair.Server.Received);
+        Assert.Equal([unclogTicks + Latency.Ticks, unclogTicks + Latency.Ticks, unclogTicks + Latency.Ticks], pair.Server.ChunkArrivalTicks);
+        Assert.Equal(2, h.Counters.StreamSegmentsHeld);
+    }
+
     [Theory]
     [MemberData(nameof(Seeds))]
     public void ClogThenUnclog_WithJitterAndSplits_NothingWhileClogged_EverythingInOrderAfter(int seed)
@@ -143,6 +161,25 @@ public sealed class ClogAndPartitionTests
         Assert.Equal([1, 2], pair.Server.Received);
         Assert.Empty(pair.Client.CloseReasons);
         Assert.Equal(0, h.Counters.ConnectionResets);
+        h.AssertNoBytesInFlight();
+    }
+
+    [Fact]
+    public void PartitionOfACloggedPath_ResetsTheConnectionAfterResetAfter()
+    {
+        // The bytes were already held by the clog when the cut came; they are stuck behind the partition all the same.
+        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
+        h.Network.StreamPartitionResetAfter = TimeSpan.FromSeconds(5);
+        h.Network.Clog("client", "server");
+        Assert.True(pair.Client.Send(new byte[50]));
+        h.RunFor(TimeSpan.FromSeconds(1));
+        var cutTicks = h.World.NowTicks;
+        h.Network.Partition("client", "server");
+        h.RunQuiet();
+
+        Assert.Equal(1, h.Counters.ConnectionResets);
+        Assert.Single(pair.Server.CloseReasons);
+        Assert.Equal(cutTicks + TimeSpan.FromSeconds(5).Ticks, h.World.NowTicks);
         h.AssertNoBytesInFlight();
     }
 
