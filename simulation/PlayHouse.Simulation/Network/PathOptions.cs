@@ -115,7 +115,10 @@ public sealed record PathOptions
         Probability(DuplicateProbability, nameof(DuplicateProbability));
         Probability(ReorderProbability, nameof(ReorderProbability));
         Probability(SplitProbability, nameof(SplitProbability));
-        if (BandwidthBytesPerSecond < 0 || QueueCapacityBytes <= 0 || Latency.Min < TimeSpan.Zero || Latency.Max < Latency.Min)
+        // A mean outside [Min, Max] could never be the mean of the clamped draws; a negative delay would let a
+        // retransmitted or reordered message arrive earlier than an undisturbed one.
+        if (BandwidthBytesPerSecond < 0 || QueueCapacityBytes <= 0 || Latency.Min < TimeSpan.Zero || Latency.Max < Latency.Min
+            || Latency.Mean < Latency.Min || Latency.Mean > Latency.Max || RetransmitDelay < TimeSpan.Zero || ReorderDelayMax < TimeSpan.Zero)
         {
             throw new ArgumentException($"Path options out of range: {this}.");
         }

@@ -41,6 +41,31 @@ public sealed class LatencyModelTests
     }
 
     [Fact]
+    public void PathOptions_ApplyPerDirectedPath_AndNewDefaultsReachOnlyPathsWithoutTheirOwn()
+    {
+        var h = new NetworkHarness(seed: 1, new PathOptions { Latency = LatencyModel.Fixed(TimeSpan.FromMilliseconds(10)) });
+        var atA = new DatagramProbe(h.Network, "a");
+        var atB = new DatagramProbe(h.Network, "b");
+        h.Network.SetPath("a", "b", new PathOptions { Latency = LatencyModel.Fixed(TimeSpan.FromMilliseconds(50)) });
+        h.Network.SendDatagram("a", "b", DatagramProbe.Datagram(0));
+        h.Network.SendDatagram("b", "a", DatagramProbe.Datagram(0));
+        h.RunQuiet();
+
+        Assert.Equal([TimeSpan.FromMilliseconds(50).Ticks], atB.ArrivalTicks);
+        Assert.Equal([TimeSpan.FromMilliseconds(10).Ticks], atA.ArrivalTicks);
+
+        h.Network.SetDefaults(new PathOptions { Latency = LatencyModel.Fixed(TimeSpan.FromMilliseconds(30)) });
+        var sentTicks = h.World.NowTicks;
+        h.Network.SendDatagram("a", "b", DatagramProbe.Datagram(1));
+        h.Network.SendDatagram("b", "a", DatagramProbe.Datagram(1));
+        h.RunQuiet();
+
+        Assert.Equal(sentTicks + TimeSpan.FromMilliseconds(50).Ticks, atB.ArrivalTicks.Last());
+        Assert.Equal(sentTicks + TimeSpan.FromMilliseconds(30).Ticks, atA.ArrivalTicks.Last());
+        Assert.Equal(TimeSpan.FromMilliseconds(30), h.Network.GetPath("x", "y").Latency.Min);
+    }
+
+    [Fact]
     public void UniformLatency_StaysWithinMinAndMax_AndReachesBothEnds()
     {
         var min = TimeSpan.FromMilliseconds(5);
@@ -118,6 +143,11 @@ public sealed class LatencyModelTests
         Assert.Throws<ArgumentOutOfRangeException>(() => new PathOptions { SplitProbability = double.NaN }.Validate());
         Assert.Throws<ArgumentException>(() => new PathOptions { QueueCapacityBytes = 0 }.Validate());
         Assert.Throws<ArgumentException>(() => new PathOptions { Latency = LatencyModel.Uniform(TimeSpan.FromMilliseconds(5), TimeSpan.FromMilliseconds(1)) }.Validate());
+        Assert.Throws<ArgumentException>(() => new PathOptions { Latency = LatencyModel.Exponential(TimeSpan.FromMilliseconds(1), TimeSpan.FromMilliseconds(300), TimeSpan.FromMilliseconds(200)) }.Validate());
+        Assert.Throws<ArgumentException>(() => new PathOptions { Latency = LatencyModel.LongTail(TimeSpan.FromMilliseconds(5), TimeSpan.FromMilliseconds(1), TimeSpan.FromMilliseconds(200)) }.Validate());
+        Assert.Throws<ArgumentException>(() => new PathOptions { RetransmitDelay = TimeSpan.FromMilliseconds(-1) }.Validate());
+        Assert.Throws<ArgumentException>(() => new PathOptions { ReorderDelayMax = TimeSpan.FromMilliseconds(-1) }.Validate());
+        new PathOptions { Latency = LatencyModel.LongTail(TimeSpan.FromMilliseconds(1), TimeSpan.FromMilliseconds(10), TimeSpan.FromSeconds(1)) }.Validate();
         Assert.Throws<ArgumentException>(() => new SimNetwork(new SimWorld(1), new Xoshiro256StarStar(1), new PathOptions { BandwidthBytesPerSecond = -1 }));
     }
 

@@ -319,6 +319,22 @@ public sealed class StreamDeliveryTests
     }
 
     [Fact]
+    public void EmptySend_IsAcceptedAndCarriesNothing()
+    {
+        var h = new NetworkHarness(seed: 10);
+        h.Listen("server");
+        var pair = h.Connect("client", "server");
+        h.RunQuiet();
+
+        Assert.True(pair.Client.Send([]));
+        h.RunQuiet();
+
+        Assert.Empty(pair.Server.ChunkLengths);
+        Assert.Equal(0, h.Counters.StreamSegmentsSent);
+        Assert.Equal(0, h.TraceCount("net.send"));
+    }
+
+    [Fact]
     public void SendsMadeBeforeTheAccept_ArriveAfterIt_AndThePeerCanAnswerAtOnce()
     {
         var h = new NetworkHarness(seed: 9, new PathOptions { Latency = LatencyModel.Uniform(TimeSpan.FromMilliseconds(1), TimeSpan.FromMilliseconds(20)) });
