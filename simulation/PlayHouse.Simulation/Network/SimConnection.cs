@@ -84,7 +84,10 @@ public sealed class SimConnection
         }
     }
 
-    /// <summary>Breaks the connection at once: bytes in flight are lost and both ends hear the reset.</summary>
+    /// <summary>
+    /// Breaks the connection at once: bytes in flight either way are lost and both ends hear the reset (an end
+    /// that closed itself hears nothing). Resetting a connection that is already broken or closed does nothing.
+    /// </summary>
     public void Reset(string reason) => _network.StreamReset(this, reason);
 
     public override string ToString() => $"Conn#{ConnectionId}({LocalEndpoint}->{RemoteEndpoint}{(IsOpen ? string.Empty : ", closed")})";

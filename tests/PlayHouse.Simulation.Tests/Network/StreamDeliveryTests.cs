@@ -198,6 +198,8 @@ public sealed class StreamDeliveryTests
         Assert.Equal(pair.Client.Sent, server.Received);
         Assert.Equal(["bye"], server.CloseReasons);
         Assert.Empty(pair.Client.CloseReasons);
+        Assert.Equal("bye", server.Connection.CloseReason);
+        Assert.Equal("bye", pair.Client.Connection.CloseReason);
         Assert.True(server.ChunkArrivalTicks.Max() <= h.World.NowTicks);
         Assert.False(pair.Client.Connection.IsOpen);
         Assert.False(server.Connection.IsOpen);
