@@ -39,16 +39,14 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
             case LatencyShape.Exponential:
                 {
                     var scale = Math.Max(0, Mean.Ticks - min);
-                    var draw = -Math.Log(1.0 - random.NextDouble()) * scale;
-                    return Math.Min(max, min + (long)draw);
+                    return AboveMin(min, max, -Math.Log(1.0 - random.NextDouble()) * scale);
                 }
 
             case LatencyShape.LongTail:
                 {
                     // Pareto with alpha 1.5 has mean xm * 3; choose xm so the mean above the minimum matches.
                     var scale = Math.Max(0, Mean.Ticks - min) / 3.0;
-                    var draw = scale * Math.Pow(1.0 - random.NextDouble(), -1.0 / 1.5);
-                    return Math.Min(max, min + (long)draw);
+                    return AboveMin(min, max, scale * Math.Pow(1.0 - random.NextDouble(), -1.0 / 1.5));
                 }
 
             default:
@@ -62,6 +60,13 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
         LatencyShape.Uniform => $"uniform:{Min.TotalMilliseconds}-{Max.TotalMilliseconds}ms",
         _ => $"{Shape.ToString().ToLowerInvariant()}:{Min.TotalMilliseconds}/{Mean.TotalMilliseconds}/{Max.TotalMilliseconds}ms",
     };
+
+    /// <summary>
+    /// Adds a draw to the minimum, clamped at the maximum. The clamp is taken in floating point first: a heavy
+    /// tail draw can exceed the range of a long, and the saturated cast plus the minimum would wrap negative.
+    /// </summary>
+    private static long AboveMin(long min, long max, double drawTicks) =>
+        min + (long)Math.Min(drawTicks, max - min);
 }
 
 /// <summary>What loss means on a stream connection, which keeps TCP's promise (in order, or broken).</summary>
@@ -110,7 +115,10 @@ public sealed record PathOptions
         Probability(DuplicateProbability, nameof(DuplicateProbability));
         Probability(ReorderProbability, nameof(ReorderProbability));
         Probability(SplitProbability, nameof(SplitProbability));
-        if (BandwidthBytesPerSecond < 0 || QueueCapacityBytes <= 0 || Latency.Min < TimeSpan.Zero || Latency.Max < Latency.Min)
+        // A mean outside [Min, Max] could never be the mean of the clamped draws; a negative delay would let a
+        // retransmitted or reordered message arrive earlier than an undisturbed one.
+        if (BandwidthBytesPerSecond < 0 || QueueCapacityBytes <= 0 || Latency.Min < TimeSpan.Zero || Latency.Max < Latency.Min
+            || Latency.Mean < Latency.Min || Latency.Mean > Latency.Max || RetransmitDelay < TimeSpan.Zero || ReorderDelayMax < TimeSpan.Zero)
         {
             throw new ArgumentException($"Path options out of range: {this}.");
         }

@@ -13,12 +13,13 @@ public sealed class SimConnection
     private readonly SimNetwork _network;
     private bool _closeScheduled;
 
-    internal SimConnection(SimNetwork network, long connectionId, string localEndpoint, string remoteEndpoint)
+    internal SimConnection(SimNetwork network, long connectionId, string localEndpoint, string remoteEndpoint, PathState outboundPath)
     {
         _network = network;
         ConnectionId = connectionId;
         LocalEndpoint = localEndpoint;
         RemoteEndpoint = remoteEndpoint;
+        Outbound = new StreamDirection(this, outboundPath);
     }
 
     public long ConnectionId { get; }
@@ -44,14 +45,16 @@ public sealed class SimConnection
 
     internal SimConnection? Peer { get; set; }
 
-    /// <summary>Bumped when this end closes, so bytes still in flight towards it are discarded.</summary>
-    internal int Epoch { get; private set; }
-
-    internal long LastArrivalTicks { get; set; }
+    /// <summary>What this end has sent and its peer has not yet received.</summary>
+    internal StreamDirection Outbound { get; }
 
     internal bool IsAccepted { get; set; }
 
+    /// <summary>True once this end closed locally or heard the close or reset it will ever hear.</summary>
     internal bool IsClosedNotified { get; private set; }
+
+    /// <summary>True once nothing more can happen to this end: it closed, heard the close, or has a reset on its way.</summary>
+    internal bool IsFinished => IsClosedNotified || _closeScheduled;
 
     /// <summary>Queues bytes for the peer; false when closed or when the send queue would pass its cap.</summary>
     public bool Send(ReadOnlySpan<byte> bytes)
@@ -81,24 +84,15 @@ public sealed class SimConnection
         }
     }
 
-    /// <summary>Breaks the connection at once: bytes in flight are lost and both ends hear the reset.</summary>
-    public void Reset(string reason)
-    {
-        if (IsClosedNotified && (Peer is null || Peer.IsClosedNotified))
-        {
-            return;
-        }
-
-        _network.StreamReset(this, reason);
-    }
+    /// <summary>
+    /// Breaks the connection at once: bytes in flight either way are lost and both ends hear the reset (an end
+    /// that closed itself hears nothing). Resetting a connection that is already broken or closed does nothing.
+    /// </summary>
+    public void Reset(string reason) => _network.StreamReset(this, reason);
 
     public override string ToString() => $"Conn#{ConnectionId}({LocalEndpoint}->{RemoteEndpoint}{(IsOpen ? string.Empty : ", closed")})";
 
-    internal void MarkClosed()
-    {
-        IsOpen = false;
-        Epoch++;
-    }
+    internal void MarkClosed() => IsOpen = false;
 
     internal bool TryScheduleClose()
     {

@@ -3,7 +3,11 @@ using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Simulation.Network;
 
-/// <summary>Counts of everything the network did; each fault it injects is counted here and traced.</summary>
+/// <summary>
+/// Counts of everything the network did; each fault it injects is counted here and traced. A stream segment is
+/// one <see cref="SimConnection.Send"/>, however many chunks it travels in, so once nothing is in flight
+/// <c>StreamSegmentsSent == StreamSegmentsDelivered + StreamSegmentsDiscarded</c>, and the same for bytes.
+/// </summary>
 public sealed class NetworkCounters
 {
     public long ConnectionsOpened { get; internal set; }
@@ -18,24 +22,37 @@ public sealed class NetworkCounters
 
     public long StreamSegmentsSent { get; internal set; }
 
+    /// <summary>Sends whose every chunk reached the peer.</summary>
     public long StreamSegmentsDelivered { get; internal set; }
+
+    /// <summary>Sends that never reached the peer whole: lost to a reset, or sent towards an end that had closed.</summary>
+    public long StreamSegmentsDiscarded { get; internal set; }
+
+    /// <summary>Sends delivered as several chunks split at random offsets.</summary>
+    public long StreamSegmentsSplit { get; internal set; }
 
     public long StreamBytesSent { get; internal set; }
 
     public long StreamBytesDelivered { get; internal set; }
 
+    public long StreamBytesDiscarded { get; internal set; }
+
     public long StreamRetransmits { get; internal set; }
 
+    /// <summary>Queued stream units (chunks, handshakes, closes) whose delivery a clog or partition postponed.</summary>
     public long StreamSegmentsHeld { get; internal set; }
 
     public long DatagramsSent { get; internal set; }
 
+    /// <summary>Datagram copies handed to a bound receiver.</summary>
     public long DatagramsDelivered { get; internal set; }
 
+    /// <summary>Datagram copies lost: by loss, by a partition, or for want of a receiver.</summary>
     public long DatagramsDropped { get; internal set; }
 
     public long DatagramsDuplicated { get; internal set; }
 
+    /// <summary>Datagrams (first copies, not duplicates) that arrived after a datagram sent later on the same path.</summary>
     public long DatagramsReordered { get; internal set; }
 
     public IReadOnlyList<KeyValuePair<string, long>> Snapshot() =>
@@ -50,11 +67,14 @@ public sealed class NetworkCounters
         new(nameof(DatagramsReordered), DatagramsReordered),
         new(nameof(DatagramsSent), DatagramsSent),
         new(nameof(StreamBytesDelivered), StreamBytesDelivered),
+        new(nameof(StreamBytesDiscarded), StreamBytesDiscarded),
         new(nameof(StreamBytesSent), StreamBytesSent),
         new(nameof(StreamRetransmits), StreamRetransmits),
         new(nameof(StreamSegmentsDelivered), StreamSegmentsDelivered),
+        new(nameof(StreamSegmentsDiscarded), StreamSegmentsDiscarded),
         new(nameof(StreamSegmentsHeld), StreamSegmentsHeld),
         new(nameof(StreamSegmentsSent), StreamSegmentsSent),
+        new(nameof(StreamSegmentsSplit), StreamSegmentsSplit),
         new(nameof(StreamSendsRefused), StreamSendsRefused),
     ];
 }
@@ -68,7 +88,11 @@ public delegate void DatagramHandler(string fromEndpoint, ReadOnlySpan<byte> dat
 /// that may be lost, duplicated or reordered. Every decision draws from the network's own PRNG, every
 /// fault is counted and traced, and every byte in flight sits in a pooled buffer of its checked pool.
 /// </summary>
-/// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
+/// <remarks>
+/// Each direction of a stream is a FIFO of segments with ready times; one pump event at a time delivers its
+/// head, so order never depends on how the world breaks ties between events at one instant.
+/// Not thread-safe; runs on the simulation thread.
+/// </remarks>
 public sealed class SimNetwork
 {
     private readonly SimWorld _world;
@@ -101,14 +125,30 @@ public sealed class SimNetwork
     /// <summary>The pool holding bytes in flight; empty when nothing is in flight.</summary>
     public MessagePool Buffers { get; }
 
-    /// <summary>How long a stream may stay partitioned before both ends see a reset.</summary>
+    /// <summary>How long stream data may stay stuck on a partitioned path before both ends see a reset.</summary>
     public TimeSpan StreamPartitionResetAfter { get; set; } = TimeSpan.FromSeconds(5);
 
-    /// <summary>Connections currently open (either end), in id order.</summary>
+    /// <summary>Connection ends currently open, in id order.</summary>
     public IReadOnlyCollection<SimConnection> OpenConnections => _open.Values;
 
-    /// <summary>Segments and datagrams waiting on a clogged or partitioned path.</summary>
-    public int HeldCount => _paths.Values.Sum(p => p.Held.Count);
+    /// <summary>Stream segments and datagrams that came due on a clogged or partitioned path and wait there.</summary>
+    public int HeldCount
+    {
+        get
+        {
+            var count = 0;
+            foreach (var path in _paths.Values)
+            {
+                count += path.HeldDatagrams.Count;
+                foreach (var direction in path.Blocked)
+                {
+                    count += direction.CountDue(_world.NowTicks);
+                }
+            }
+
+            return count;
+        }
+    }
 
     // ---- Configuration and faults ----
 
@@ -182,6 +222,7 @@ public sealed class SimNetwork
     {
         foreach (var connection in _open.Values.Where(c => c.LocalEndpoint == endpoint || c.RemoteEndpoint == endpoint).ToList())
         {
+            // Both ends of one connection may be listed; the second reset of a broken connection does nothing.
             connection.Reset(reason);
         }
     }
@@ -199,37 +240,40 @@ public sealed class SimNetwork
 
     /// <summary>
     /// Opens a connection; the returned client end may send at once (bytes queue behind the handshake). With no
-    /// listener, or a partitioned path, the client end is closed with "connection refused" after the latency.
+    /// listener, or a partition either way (a handshake needs both directions), the client end is closed with
+    /// "connection refused" after the latency.
     /// </summary>
     public SimConnection Connect(string fromEndpoint, string toEndpoint)
     {
-        var client = new SimConnection(this, ++_nextConnectionId, fromEndpoint, toEndpoint);
         var path = Path(fromEndpoint, toEndpoint);
-        var arrival = ArrivalTicks(path, client, 0);
-        if (!_listeners.ContainsKey(toEndpoint) || path.Partitioned)
+        var client = new SimConnection(this, ++_nextConnectionId, fromEndpoint, toEndpoint, path);
+        var arrival = ArrivalTicks(path, 0);
+        if (!_listeners.ContainsKey(toEndpoint) || path.Partitioned || IsPartitioned(toEndpoint, fromEndpoint))
         {
             Counters.ConnectionsRefused++;
             client.MarkClosed();
+            client.TryScheduleClose();
             Trace("net.refused", client.ConnectionId, 0, $"{fromEndpoint}->{toEndpoint}");
-            Schedule(arrival, NetEventKind.Closed, client, default, "connection refused");
+            ScheduleClosed(arrival, client, "connection refused");
             return client;
         }
 
-        var server = new SimConnection(this, ++_nextConnectionId, toEndpoint, fromEndpoint);
+        var server = new SimConnection(this, ++_nextConnectionId, toEndpoint, fromEndpoint, Path(toEndpoint, fromEndpoint));
         client.Peer = server;
         server.Peer = client;
         _open.Add(client.ConnectionId, client);
         _open.Add(server.ConnectionId, server);
         Counters.ConnectionsOpened++;
         Trace("net.connect", client.ConnectionId, server.ConnectionId, $"{fromEndpoint}->{toEndpoint}");
-        Schedule(arrival, NetEventKind.Accept, server, default, null);
+        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, default, arrival, EndsSend: false, Reason: null));
         return client;
     }
 
     internal bool StreamSend(SimConnection from, ReadOnlySpan<byte> bytes)
     {
         var to = from.Peer!;
-        var path = Path(from.LocalEndpoint, from.RemoteEndpoint);
+        var direction = from.Outbound;
+        var path = direction.Path;
         if (from.QueuedBytes + bytes.Length > path.Options.QueueCapacityBytes)
         {
             Counters.StreamSendsRefused++;
@@ -239,12 +283,20 @@ public sealed class SimNetwork
 
         Counters.StreamSegmentsSent++;
         Counters.StreamBytesSent += bytes.Length;
-        var arrival = ArrivalTicks(path, from, bytes.Length);
+        if (to.IsClosedNotified)
+        {
+            // The peer closed and this end has not heard yet: the bytes leave, and nobody will ever read them.
+            CountDiscarded(from, bytes.Length, endsSend: true);
+            return true;
+        }
+
+        var arrival = ArrivalTicks(path, bytes.Length);
         if (path.Options.LossProbability > 0 && _random.NextBool(path.Options.LossProbability))
         {
             if (path.Options.StreamLoss == StreamLossMode.Reset)
             {
                 Trace("net.loss-reset", from.ConnectionId, bytes.Length, null);
+                CountDiscarded(from, bytes.Length, endsSend: true);
                 from.Reset("segment lost");
                 return true;
             }
@@ -255,18 +307,22 @@ public sealed class SimNetwork
             Trace("net.retransmit", from.ConnectionId, bytes.Length, null);
         }
 
-        arrival = Math.Max(arrival, from.LastArrivalTicks);
-        from.LastArrivalTicks = arrival;
         from.QueuedBytes += bytes.Length;
         Trace("net.send", from.ConnectionId, bytes.Length, null);
 
         var chunks = bytes.Length > 1 && path.Options.SplitProbability > 0 && _random.NextBool(path.Options.SplitProbability) ? 2 + _random.NextInt(2) : 1;
+        if (chunks > 1)
+        {
+            Counters.StreamSegmentsSplit++;
+        }
+
         var offset = 0;
         for (var i = 0; i < chunks; i++)
         {
             var remaining = bytes.Length - offset;
             var length = i == chunks - 1 ? remaining : 1 + _random.NextInt(Math.Max(1, remaining - (chunks - 1 - i)));
-            Schedule(arrival, NetEventKind.Data, to, Buffers.Copy(bytes.Slice(offset, length), "net-inflight"), null, from);
+            var data = Buffers.Copy(bytes.Slice(offset, length), "net-inflight");
+            Enqueue(direction, new StreamSegment(SegmentKind.Data, data, arrival, EndsSend: i == chunks - 1, Reason: null));
             offset += length;
         }
 
@@ -276,32 +332,33 @@ public sealed class SimNetwork
     internal void StreamClose(SimConnection from, string reason)
     {
         var to = from.Peer!;
-        var path = Path(from.LocalEndpoint, from.RemoteEndpoint);
-        var arrival = Math.Max(ArrivalTicks(path, from, 0), from.LastArrivalTicks);
-        from.LastArrivalTicks = arrival;
         Counters.ConnectionsClosed++;
         Trace("net.close", from.ConnectionId, 0, reason);
         _open.Remove(from.ConnectionId);
-        Schedule(arrival, NetEventKind.Closed, to, default, reason);
+
+        // Bytes still travelling towards the closing end can never be read now.
+        DiscardAll(to.Outbound);
+        if (!to.IsClosedNotified)
+        {
+            // The close travels behind this end's data, so everything sent before it arrives first.
+            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, default, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false, reason));
+        }
     }
 
     internal void StreamReset(SimConnection end, string reason)
     {
+        var peer = end.Peer;
+        if (end.IsFinished && (peer is null || peer.IsFinished))
+        {
+            return;
+        }
+
         Counters.ConnectionResets++;
         Trace("net.reset", end.ConnectionId, 0, reason);
-        foreach (var side in new[] { end, end.Peer })
+        ResetSide(end, reason);
+        if (peer is not null)
         {
-            if (side is null)
-            {
-                continue;
-            }
-
-            _open.Remove(side.ConnectionId);
-            if (side.TryScheduleClose())
-            {
-                side.MarkClosed();
-                Schedule(_world.NowTicks, NetEventKind.Closed, side, default, reason);
-            }
+            ResetSide(peer, reason);
         }
     }
 
@@ -315,7 +372,10 @@ public sealed class SimNetwork
 
     public void Unbind(string endpoint) => _datagramHandlers.Remove(endpoint);
 
-    /// <summary>Sends a datagram: it may be lost, duplicated, reordered, held by a clog or dropped by a partition.</summary>
+    /// <summary>
+    /// Sends a datagram: it may be lost, duplicated, reordered, held by a clog or dropped by a partition; one
+    /// that reaches an endpoint nobody is bound to is dropped too.
+    /// </summary>
     public void SendDatagram(string fromEndpoint, string toEndpoint, ReadOnlySpan<byte> datagram)
     {
         var path = Path(fromEndpoint, toEndpoint);
@@ -328,7 +388,7 @@ public sealed class SimNetwork
             return;
         }
 
-        var arrival = ArrivalTicks(path, null, datagram.Length);
+        var arrival = ArrivalTicks(path, datagram.Length);
         if (path.Options.ReorderProbability > 0 && _random.NextBool(path.Options.ReorderProbability))
         {
             arrival += 1 + _random.NextLong(0, Math.Max(1, path.Options.ReorderDelayMax.Ticks));
@@ -336,195 +396,277 @@ public sealed class SimNetwork
         }
 
         Trace("net.dgram-send", seq, datagram.Length, $"{fromEndpoint}->{toEndpoint}");
-        ScheduleDatagram(arrival, path, seq, Buffers.Copy(datagram, "net-inflight"));
+        ScheduleDatagram(arrival, path, seq, Buffers.Copy(datagram, "net-inflight"), isCopy: false);
         if (path.Options.DuplicateProbability > 0 && _random.NextBool(path.Options.DuplicateProbability))
         {
             Counters.DatagramsDuplicated++;
             var copyArrival = arrival + 1 + _random.NextLong(0, Math.Max(1, path.Options.ReorderDelayMax.Ticks));
             Trace("net.dgram-dup", seq, datagram.Length, $"{fromEndpoint}->{toEndpoint}");
-            ScheduleDatagram(copyArrival, path, seq, Buffers.Copy(datagram, "net-inflight"));
+            ScheduleDatagram(copyArrival, path, seq, Buffers.Copy(datagram, "net-inflight"), isCopy: true);
         }
     }
 
-    // ---- Internals ----
+    // ---- Internals: timing ----
 
-    private long ArrivalTicks(PathState path, SimConnection? from, int lengthBytes)
+    /// <summary>When bytes handed to the path now arrive: after the link has sent them (bandwidth) and one latency draw.</summary>
+    private long ArrivalTicks(PathState path, int lengthBytes)
     {
-        var now = _world.NowTicks;
-        var start = now;
+        var start = _world.NowTicks;
         if (path.Options.BandwidthBytesPerSecond > 0)
         {
-            start = Math.Max(now, path.BusyUntilTicks);
-            path.BusyUntilTicks = start + (lengthBytes * TimeSpan.TicksPerSecond / path.Options.BandwidthBytesPerSecond);
-            start = path.BusyUntilTicks;
+            // Round the transmit time up: N bytes at B bytes/s never finish before N/B.
+            var rate = path.Options.BandwidthBytesPerSecond;
+            start = Math.Max(start, path.BusyUntilTicks) + (((lengthBytes * TimeSpan.TicksPerSecond) + rate - 1) / rate);
+            path.BusyUntilTicks = start;
         }
 
-        var arrival = start + path.Options.Latency.SampleTicks(_random);
-        return from is null ? arrival : Math.Max(arrival, from.LastArrivalTicks);
+        return start + path.Options.Latency.SampleTicks(_random);
     }
 
-    private void Schedule(long atTicks, NetEventKind kind, SimConnection target, Payload data, string? reason, SimConnection? sender = null)
+    // ---- Internals: stream directions ----
+
+    private void Enqueue(StreamDirection direction, StreamSegment segment)
     {
-        var e = _freeEvents.Count > 0 ? _freeEvents.Pop() : new NetEvent(this);
-        e.Kind = kind;
-        e.Target = target;
-        e.Sender = sender;
-        e.Data = data;
-        e.Reason = reason;
-        e.Epoch = target.Epoch;
-        if (kind == NetEventKind.Accept && target.Peer is not null)
+        var ready = Math.Max(segment.ReadyTicks, direction.LastReadyTicks);
+        direction.LastReadyTicks = ready;
+        direction.Segments.Enqueue(segment with { ReadyTicks = ready });
+        if (direction.Segments.Count == 1)
         {
-            target.Peer.LastArrivalTicks = Math.Max(target.Peer.LastArrivalTicks, atTicks);
+            EnsurePump(direction);
         }
-
-        _world.ScheduleAt(atTicks, e);
     }
 
-    private void ScheduleDatagram(long atTicks, PathState path, long seq, Payload data)
+    /// <summary>Arms the direction's one pump event for the instant its head is due, unless it is blocked or empty.</summary>
+    private void EnsurePump(StreamDirection direction)
     {
-        var e = _freeEvents.Count > 0 ? _freeEvents.Pop() : new NetEvent(this);
-        e.Kind = NetEventKind.Datagram;
-        e.Path = path;
-        e.Seq = seq;
-        e.Data = data;
-        _world.ScheduleAt(atTicks, e);
-    }
-
-    private void Run(NetEvent e)
-    {
-        var target = e.Target;
-        switch (e.Kind)
+        if (direction.IsBlocked || !direction.Segments.TryPeek(out var head))
         {
-            case NetEventKind.Datagram:
-                DeliverDatagram(e);
-                break;
-            case NetEventKind.Accept:
-                if (target!.Epoch == e.Epoch && !target.IsClosedNotified)
-                {
-                    Trace("net.accept", target.ConnectionId, 0, null);
-                    if (_listeners.TryGetValue(target.LocalEndpoint, out var accept))
-                    {
-                        target.IsAccepted = true;
-                        accept(target);
-                    }
-                    else
-                    {
-                        target.Reset("listener went away");
-                    }
-                }
-
-                break;
-            case NetEventKind.Data:
-                DeliverStreamData(e);
-                break;
-            case NetEventKind.Closed:
-                target!.NotifyClosed(e.Reason ?? "closed");
-                break;
-            default:
-                throw new InvalidOperationException($"Unknown network event {e.Kind}.");
-        }
-
-        Recycle(e);
-    }
-
-    private void DeliverStreamData(NetEvent e)
-    {
-        var target = e.Target!;
-        var sender = e.Sender!;
-        var path = Path(sender.LocalEndpoint, sender.RemoteEndpoint);
-        if (target.Epoch != e.Epoch || target.IsClosedNotified)
-        {
-            // The connection broke while the bytes were in flight: they are gone, as on a reset socket.
-            sender.QueuedBytes -= e.Data.Length;
-            e.Data.Dispose();
-            e.Data = default;
-            return;
-        }
-
-        if (path.Clogged || path.Partitioned)
-        {
-            Counters.StreamSegmentsHeld++;
-            Trace("net.hold", sender.ConnectionId, e.Data.Length, null);
-            path.Held.Add(Hold(e));
-            if (path.Partitioned)
+            if (direction.PumpArmed)
             {
-                ArmPartitionReset(path, sender);
+                direction.PumpArmed = false;
+                direction.PumpGeneration++;
             }
 
-            e.Data = default;
             return;
         }
 
-        var length = e.Data.Length;
+        var due = direction.DueTicks(head);
+        if (direction.PumpArmed && direction.PumpAtTicks == due)
+        {
+            return;
+        }
+
+        direction.PumpArmed = true;
+        direction.PumpAtTicks = due;
+        var e = RentEvent(NetEventKind.Pump);
+        e.Direction = direction;
+        e.Generation = ++direction.PumpGeneration;
+        _world.ScheduleAt(due, e);
+    }
+
+    /// <summary>Delivers the head of a direction, or blocks the direction when its path is clogged or partitioned.</summary>
+    private void Pump(StreamDirection direction)
+    {
+        direction.PumpArmed = false;
+        if (!direction.Segments.TryPeek(out var head))
+        {
+            return;
+        }
+
+        if (direction.DueTicks(head) > _world.NowTicks)
+        {
+            EnsurePump(direction);
+            return;
+        }
+
+        var path = direction.Path;
+        if (path.IsBlocked)
+        {
+            Block(direction);
+            return;
+        }
+
+        direction.Segments.Dequeue();
+        var sender = direction.Sender;
+        var target = sender.Peer!;
+        Assert(!target.IsClosedNotified, "a segment was due towards an end that had closed; closing should have discarded it");
+        switch (head.Kind)
+        {
+            case SegmentKind.Open:
+                Accept(target);
+                break;
+            case SegmentKind.Data:
+                DeliverData(sender, target, head);
+                break;
+            case SegmentKind.Close:
+                Trace("net.closed", target.ConnectionId, 0, head.Reason);
+                _open.Remove(target.ConnectionId);
+
+                // The end that hears the close cannot reach its peer any more.
+                DiscardAll(target.Outbound);
+                target.NotifyClosed(head.Reason ?? "closed");
+                break;
+            default:
+                throw new InvalidOperationException($"Unknown segment kind {head.Kind}.");
+        }
+
+        // A handler may have sent, closed or reset in the meantime; the pump follows whatever the queue now holds.
+        EnsurePump(direction);
+    }
+
+    private void Accept(SimConnection server)
+    {
+        Trace("net.accept", server.ConnectionId, 0, null);
+        if (_listeners.TryGetValue(server.LocalEndpoint, out var accept))
+        {
+            server.IsAccepted = true;
+            accept(server);
+        }
+        else
+        {
+            server.Reset("listener went away");
+        }
+    }
+
+    private void DeliverData(SimConnection sender, SimConnection target, StreamSegment segment)
+    {
+        var length = segment.Data.Length;
         sender.QueuedBytes -= length;
-        Counters.StreamSegmentsDelivered++;
+        Assert(sender.QueuedBytes >= 0, "a send queue went negative");
         Counters.StreamBytesDelivered += length;
+        if (segment.EndsSend)
+        {
+            Counters.StreamSegmentsDelivered++;
+        }
+
         Trace("net.deliver", target.ConnectionId, length, null);
         try
         {
-            target.Deliver(e.Data.Span);
+            target.Deliver(segment.Data.Span);
         }
         finally
         {
-            e.Data.Dispose();
-            e.Data = default;
+            segment.Data.Dispose();
         }
     }
 
-    private void DeliverDatagram(NetEvent e)
+    private void Block(StreamDirection direction)
     {
-        var path = e.Path!;
-        if (path.Clogged)
+        var path = direction.Path;
+        if (!direction.IsBlocked)
         {
-            path.Held.Add(Hold(e));
-            e.Data = default;
-            return;
+            direction.IsBlocked = true;
+            path.Blocked.Add(direction);
         }
 
         if (path.Partitioned)
         {
-            Counters.DatagramsDropped++;
-            Trace("net.dgram-drop", e.Seq, e.Data.Length, $"{path.From}->{path.To}");
-            e.Data.Dispose();
-            e.Data = default;
+            ArmPartitionReset(direction);
+        }
+    }
+
+    /// <summary>Lets a blocked direction go: what it held leaves in order after a fresh latency, as retransmissions would.</summary>
+    private void Release(StreamDirection direction)
+    {
+        CountHeld(direction);
+        direction.IsBlocked = false;
+        direction.ReleaseFloorTicks = Math.Max(direction.ReleaseFloorTicks, _world.NowTicks + direction.Path.Options.Latency.SampleTicks(_random));
+        direction.LastReadyTicks = Math.Max(direction.LastReadyTicks, direction.ReleaseFloorTicks);
+        EnsurePump(direction);
+    }
+
+    /// <summary>Counts and traces, once per hold, each segment that came due while the direction was blocked.</summary>
+    private void CountHeld(StreamDirection direction)
+    {
+        if (!direction.IsBlocked)
+        {
             return;
         }
 
-        if (e.Seq < path.MaxDeliveredDatagramSeq)
+        var now = _world.NowTicks;
+        foreach (var segment in direction.Segments)
         {
-            Counters.DatagramsReordered++;
-            Trace("net.dgram-reordered", e.Seq, path.MaxDeliveredDatagramSeq, $"{path.From}->{path.To}");
+            if (direction.DueTicks(segment) > now)
+            {
+                break;
+            }
+
+            Counters.StreamSegmentsHeld++;
+            Trace("net.hold", direction.Sender.ConnectionId, segment.Kind == SegmentKind.Data ? segment.Data.Length : 0, null);
+        }
+    }
+
+    /// <summary>Throws away everything a direction still carries (the connection broke or its receiver closed).</summary>
+    private void DiscardAll(StreamDirection direction)
+    {
+        CountHeld(direction);
+        if (direction.IsBlocked)
+        {
+            direction.IsBlocked = false;
+            direction.Path.Blocked.Remove(direction);
         }
 
-        path.MaxDeliveredDatagramSeq = Math.Max(path.MaxDeliveredDatagramSeq, e.Seq);
-        Counters.DatagramsDelivered++;
-        Trace("net.dgram-deliver", e.Seq, e.Data.Length, $"{path.From}->{path.To}");
-        try
+        var bytes = 0L;
+        while (direction.Segments.TryDequeue(out var segment))
         {
-            if (_datagramHandlers.TryGetValue(path.To, out var handler))
+            if (segment.Kind == SegmentKind.Data)
             {
-                handler(path.From, e.Data.Span);
+                bytes += segment.Data.Length;
+                direction.Sender.QueuedBytes -= segment.Data.Length;
+                Counters.StreamBytesDiscarded += segment.Data.Length;
+                if (segment.EndsSend)
+                {
+                    Counters.StreamSegmentsDiscarded++;
+                }
+
+                segment.Data.Dispose();
             }
         }
-        finally
+
+        if (bytes > 0)
         {
-            e.Data.Dispose();
-            e.Data = default;
+            Trace("net.discard", direction.Sender.ConnectionId, bytes, null);
+        }
+
+        Assert(direction.Sender.QueuedBytes == 0, "an emptied direction still counts queued bytes");
+        EnsurePump(direction);
+    }
+
+    private void CountDiscarded(SimConnection from, int lengthBytes, bool endsSend)
+    {
+        Counters.StreamBytesDiscarded += lengthBytes;
+        if (endsSend)
+        {
+            Counters.StreamSegmentsDiscarded++;
+        }
+
+        Trace("net.discard", from.ConnectionId, lengthBytes, null);
+    }
+
+    private void ResetSide(SimConnection side, string reason)
+    {
+        _open.Remove(side.ConnectionId);
+        DiscardAll(side.Outbound);
+        if (side.TryScheduleClose())
+        {
+            side.MarkClosed();
+            ScheduleClosed(_world.NowTicks, side, reason);
         }
     }
 
-    private static HeldEvent Hold(NetEvent e) => new(e.Kind, e.Target, e.Sender, e.Data.Move("net-held"), e.Epoch, e.Path, e.Seq);
-
-    private void ArmPartitionReset(PathState path, SimConnection sender)
+    private void ArmPartitionReset(StreamDirection direction)
     {
-        if (path.ResetArmedFor.Contains(sender.ConnectionId))
+        var path = direction.Path;
+        if (direction.ResetCheckEpoch == path.PartitionEpoch)
         {
             return;
         }
 
-        path.ResetArmedFor.Add(sender.ConnectionId);
-        _world.ScheduleAfter(StreamPartitionResetAfter, new PartitionResetCheck(this, path, sender, sender.Epoch));
+        direction.ResetCheckEpoch = path.PartitionEpoch;
+        _world.ScheduleAfter(StreamPartitionResetAfter, new PartitionResetCheck(this, direction, path.PartitionEpoch));
     }
+
+    // ---- Internals: paths ----
 
     private void SetPartitioned(string from, string to, bool partitioned)
     {
@@ -536,10 +678,19 @@ public sealed class SimNetwork
 
         path.Partitioned = partitioned;
         Trace(partitioned ? "net.partition" : "net.heal", 0, 0, $"{from}->{to}");
-        if (!partitioned)
+        if (partitioned)
         {
-            path.ResetArmedFor.Clear();
-            ReleaseHeld(path);
+            path.PartitionEpoch++;
+
+            // Directions already held by a clog are now stuck behind a partition too.
+            foreach (var direction in path.Blocked)
+            {
+                ArmPartitionReset(direction);
+            }
+        }
+        else if (!path.Clogged)
+        {
+            ReleaseStreams(path);
         }
     }
 
@@ -555,54 +706,42 @@ public sealed class SimNetwork
         Trace(clogged ? "net.clog" : "net.unclog", 0, 0, $"{from}->{to}");
         if (!clogged)
         {
-            ReleaseHeld(path);
+            // Held datagrams go on even into a partition, which drops them on arrival; streams wait for the heal.
+            ReleaseDatagrams(path);
+            if (!path.Partitioned)
+            {
+                ReleaseStreams(path);
+            }
         }
     }
 
-    private void ReleaseHeld(PathState path)
+    private void ReleaseStreams(PathState path)
     {
-        if (path.Clogged || path.Partitioned || path.Held.Count == 0)
+        if (path.Blocked.Count == 0)
         {
             return;
         }
 
-        // Held bytes leave in their original order after a fresh latency, as retransmissions would.
-        var held = path.Held.ToList();
-        path.Held.Clear();
-        foreach (var h in held)
+        var blocked = path.Blocked.ToList();
+        path.Blocked.Clear();
+        foreach (var direction in blocked)
         {
-            var arrival = _world.NowTicks + path.Options.Latency.SampleTicks(_random);
-            if (h.Kind == NetEventKind.Data)
-            {
-                arrival = Math.Max(arrival, h.Sender!.LastArrivalTicks);
-                h.Sender.LastArrivalTicks = arrival;
-                var e = _freeEvents.Count > 0 ? _freeEvents.Pop() : new NetEvent(this);
-                e.Kind = NetEventKind.Data;
-                e.Target = h.Target;
-                e.Sender = h.Sender;
-                e.Data = h.Data;
-                e.Epoch = h.Epoch;
-                _world.ScheduleAt(arrival, e);
-            }
-            else
-            {
-                ScheduleDatagram(arrival, h.Path!, h.Seq, h.Data);
-            }
+            Release(direction);
         }
     }
 
-    private void DropHeldOf(PathState path, SimConnection sender)
+    private void ReleaseDatagrams(PathState path)
     {
-        for (var i = path.Held.Count - 1; i >= 0; i--)
+        // Held datagrams leave in the order they were held after a fresh latency each, never overtaking each other.
+        var previous = 0L;
+        foreach (var item in path.HeldDatagrams)
         {
-            var h = path.Held[i];
-            if (ReferenceEquals(h.Sender, sender))
-            {
-                sender.QueuedBytes -= h.Data.Length;
-                h.Data.Dispose();
-                path.Held.RemoveAt(i);
-            }
+            var arrival = Math.Max(previous, _world.NowTicks + path.Options.Latency.SampleTicks(_random));
+            previous = arrival;
+            _world.ScheduleAt(arrival, item);
         }
+
+        path.HeldDatagrams.Clear();
     }
 
     private PathState Path(string from, string to)
@@ -616,52 +755,131 @@ public sealed class SimNetwork
         return path;
     }
 
+    // ---- Internals: events ----
+
+    private void ScheduleClosed(long atTicks, SimConnection target, string reason)
+    {
+        var e = RentEvent(NetEventKind.Closed);
+        e.Target = target;
+        e.Reason = reason;
+        _world.ScheduleAt(atTicks, e);
+    }
+
+    private void ScheduleDatagram(long atTicks, PathState path, long seq, Payload data, bool isCopy)
+    {
+        var e = RentEvent(NetEventKind.Datagram);
+        e.Path = path;
+        e.Seq = seq;
+        e.Data = data;
+        e.IsCopy = isCopy;
+        _world.ScheduleAt(atTicks, e);
+    }
+
+    private NetEvent RentEvent(NetEventKind kind)
+    {
+        var e = _freeEvents.Count > 0 ? _freeEvents.Pop() : new NetEvent(this);
+        e.Kind = kind;
+        return e;
+    }
+
+    private void Run(NetEvent e)
+    {
+        switch (e.Kind)
+        {
+            case NetEventKind.Datagram:
+                if (!DeliverDatagram(e))
+                {
+                    // Held by a clog: the event itself waits on the path and is rescheduled on unclog.
+                    return;
+                }
+
+                break;
+            case NetEventKind.Pump:
+                var direction = e.Direction!;
+                if (direction.PumpArmed && direction.PumpGeneration == e.Generation)
+                {
+                    Pump(direction);
+                }
+
+                break;
+            case NetEventKind.Closed:
+                e.Target!.NotifyClosed(e.Reason ?? "closed");
+                break;
+            default:
+                throw new InvalidOperationException($"Unknown network event {e.Kind}.");
+        }
+
+        Recycle(e);
+    }
+
+    /// <summary>Delivers or drops a datagram; false when a clog holds it (the event is then kept, not recycled).</summary>
+    private bool DeliverDatagram(NetEvent e)
+    {
+        var path = e.Path!;
+        if (path.Clogged)
+        {
+            path.HeldDatagrams.Add(e);
+            return false;
+        }
+
+        var route = $"{path.From}->{path.To}";
+        if (path.Partitioned || !_datagramHandlers.TryGetValue(path.To, out var handler))
+        {
+            Counters.DatagramsDropped++;
+            Trace("net.dgram-drop", e.Seq, e.Data.Length, path.Partitioned ? route : $"{route} unbound");
+            e.Data.Dispose();
+            return true;
+        }
+
+        // A duplicate copy is late by construction; only an original arriving behind a later one is reordering.
+        if (!e.IsCopy && e.Seq < path.MaxDeliveredDatagramSeq)
+        {
+            Counters.DatagramsReordered++;
+            Trace("net.dgram-reordered", e.Seq, path.MaxDeliveredDatagramSeq, route);
+        }
+
+        path.MaxDeliveredDatagramSeq = Math.Max(path.MaxDeliveredDatagramSeq, e.Seq);
+        Counters.DatagramsDelivered++;
+        Trace("net.dgram-deliver", e.Seq, e.Data.Length, route);
+        try
+        {
+            handler(path.From, e.Data.Span);
+        }
+        finally
+        {
+            e.Data.Dispose();
+        }
+
+        return true;
+    }
+
     private void Recycle(NetEvent e)
     {
         e.Target = null;
-        e.Sender = null;
+        e.Direction = null;
         e.Path = null;
         e.Reason = null;
         e.Data = default;
+        e.IsCopy = false;
         _freeEvents.Push(e);
     }
 
     private void Trace(string kind, long a, long b, string? text) => _world.Trace.Record(_world.NowTicks, kind, a, b, 0, text);
 
+    private static void Assert(bool condition, string what)
+    {
+        if (!condition)
+        {
+            throw new SimulationException($"Network invariant broken: {what}.");
+        }
+    }
+
     private enum NetEventKind
     {
-        Accept,
-        Data,
+        Pump,
         Closed,
         Datagram,
     }
-
-    private sealed class PathState(string from, string to, PathOptions options)
-    {
-        public string From { get; } = from;
-
-        public string To { get; } = to;
-
-        public PathOptions Options { get; set; } = options;
-
-        public bool HasOwnOptions { get; set; }
-
-        public bool Partitioned { get; set; }
-
-        public bool Clogged { get; set; }
-
-        public long BusyUntilTicks { get; set; }
-
-        public long DatagramSeq { get; set; }
-
-        public long MaxDeliveredDatagramSeq { get; set; }
-
-        public List<HeldEvent> Held { get; } = [];
-
-        public HashSet<long> ResetArmedFor { get; } = [];
-    }
-
-    private sealed record HeldEvent(NetEventKind Kind, SimConnection? Target, SimConnection? Sender, Payload Data, int Epoch, PathState? Path, long Seq);
 
     private sealed class NetEvent(SimNetwork network) : IThreadPoolWorkItem
     {
@@ -669,30 +887,31 @@ public sealed class SimNetwork
 
         public SimConnection? Target { get; set; }
 
-        public SimConnection? Sender { get; set; }
+        public StreamDirection? Direction { get; set; }
+
+        public long Generation { get; set; }
 
         public Payload Data { get; set; }
 
         public string? Reason { get; set; }
 
-        public int Epoch { get; set; }
-
         public PathState? Path { get; set; }
 
         public long Seq { get; set; }
 
+        public bool IsCopy { get; set; }
+
         public void Execute() => network.Run(this);
     }
 
-    private sealed class PartitionResetCheck(SimNetwork network, PathState path, SimConnection sender, int epoch) : IThreadPoolWorkItem
+    private sealed class PartitionResetCheck(SimNetwork network, StreamDirection direction, long partitionEpoch) : IThreadPoolWorkItem
     {
         public void Execute()
         {
-            path.ResetArmedFor.Remove(sender.ConnectionId);
-            if (path.Partitioned && sender.Epoch == epoch && !sender.IsClosedNotified)
+            var path = direction.Path;
+            if (path.Partitioned && path.PartitionEpoch == partitionEpoch && direction.IsBlocked)
             {
-                network.DropHeldOf(path, sender);
-                sender.Reset($"partitioned for {network.StreamPartitionResetAfter.TotalSeconds}s");
+                direction.Sender.Reset($"partitioned for {network.StreamPartitionResetAfter.TotalSeconds}s");
             }
         }
     }
