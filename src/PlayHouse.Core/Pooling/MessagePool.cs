@@ -1,44 +1,102 @@
+using System.Numerics;
+using System.Runtime.CompilerServices;
+
 namespace PlayHouse.Core.Pooling;
 
 /// <summary>
 /// A size-class pool of message buffers. Each rent hands out a <see cref="Payload"/> with exactly one owner;
 /// in checked mode a ledger records every outstanding buffer and its owner so leaks can be named.
 /// </summary>
-/// <remarks>Thread-safe.</remarks>
+/// <remarks>
+/// <para>
+/// Thread-safe: rent and return may happen on any thread, and a buffer may be rented on one thread and returned on
+/// another. Each pool keeps two tiers per size class. The local tier is one small stack per thread, indexed by the
+/// thread's <see cref="ThreadSlots"/> index; only its thread touches it, so a rent or return that hits it takes no
+/// lock, no interlocked operation and allocates nothing. The global tier is one bounded stack per class under its
+/// own lock.
+/// </para>
+/// <para>
+/// Why per-thread caches live in the pool (an array indexed by a small thread index) rather than in a
+/// <c>[ThreadStatic]</c> array indexed by a pool id: nothing static then references a pool, so a pool (one per
+/// simulated node, thousands over a swarm run) is collected like any object without needing Dispose, and the pool
+/// can walk its own caches to sum the per-thread counters. Reading a <c>[ThreadStatic]</c> int costs the same as
+/// reading a <c>[ThreadStatic]</c> array, and both are much cheaper than <c>ThreadLocal&lt;T&gt;.Value</c>.
+/// </para>
+/// <para>
+/// Why transfers are batched: a full local stack moves its older half to the global tier under one lock, and an
+/// empty one refills half a stack under one lock. A producer thread that only rents and a consumer thread that
+/// only returns (the B2 pattern) then take the global lock once per half a stack instead of once per message, and
+/// the buffers handed back stay the recently used, cache-warm ones. Returns that fit in neither tier are dropped to
+/// the GC and counted as Dropped, so the memory held per thread and per pool stays bounded.
+/// </para>
+/// <para>
+/// Statistics are per-thread counters summed on read: exact once every thread using the pool is quiescent (and
+/// the reader has synchronised with them), possibly slightly behind while they run.
+/// </para>
+/// <para>
+/// Checked mode adds one lock around a ledger of outstanding buffers on rent, move and return, and poisons returned
+/// buffers with <see cref="MessagePoolOptions.PoisonByte"/>.
+/// </para>
+/// </remarks>
 public sealed class MessagePool
 {
     private readonly int[] _classBytes;
-    private readonly Stack<PooledBuffer>[] _global;
+    private readonly int _classCount;
+    private readonly int _smallestClassBytes;
+    private readonly int _largestClassBytes;
+
+    // Rents up to this size take the pooled fast path: the smaller of the largest class and MaxRentBytes.
+    private readonly int _pooledLimitBytes;
+    private readonly int _maxRentBytes;
+
+    // _octaveFirstClass[k] is the first class larger than 2^k: the class of any length in (2^k, 2^(k+1)] is at or after it.
+    private readonly int[] _octaveFirstClass;
+
+    private readonly int _localCapacity;
+    private readonly int _globalCapacity;
+
+    // A refill takes the renter's buffer plus enough to half-fill the local stack; a spill moves half of it.
+    private readonly int _refillCount;
+    private readonly int _spillCount;
+
+    private readonly bool _checkedMode;
+    private readonly bool _clearOnReturn;
+    private readonly GlobalClass[] _global;
     private readonly Dictionary<long, PooledBuffer>? _ledger;
-    private readonly Lock _gate = new();
+    private readonly Lock _ledgerGate = new();
+    private readonly Lock _localsGate = new();
+
+    // Indexed by ThreadSlots index; replaced (copied, larger) under _localsGate when a thread with a higher index arrives.
+    private LocalCache?[] _locals = [];
     private long _nextId;
-    private long _rents;
-    private long _returns;
-    private long _hits;
-    private long _misses;
-    private long _dropped;
-    private long _oversizeRents;
-    private long _outstanding;
 
     public MessagePool(MessagePoolOptions? options = null)
     {
         Options = options ?? new MessagePoolOptions();
         _classBytes = [.. Options.SizeClassBytes];
-        for (var i = 1; i < _classBytes.Length; i++)
-        {
-            if (_classBytes[i] <= _classBytes[i - 1])
-            {
-                throw new ArgumentException($"Size classes must ascend: class {i} ({_classBytes[i]} B) <= class {i - 1} ({_classBytes[i - 1]} B).", nameof(options));
-            }
-        }
+        Validate(Options, _classBytes);
 
-        _global = new Stack<PooledBuffer>[_classBytes.Length];
+        _classCount = _classBytes.Length;
+        _smallestClassBytes = _classBytes[0];
+        _largestClassBytes = _classBytes[^1];
+        _maxRentBytes = Options.MaxRentBytes;
+        _pooledLimitBytes = Math.Min(_largestClassBytes, _maxRentBytes);
+        _octaveFirstClass = BuildOctaveTable(_classBytes);
+        _localCapacity = Options.LocalCacheCapacityPerClass;
+        _globalCapacity = Options.GlobalCapacityPerClass;
+        _refillCount = 1 + (_localCapacity / 2);
+        _spillCount = Math.Max(1, _localCapacity / 2);
+        _checkedMode = Options.CheckedMode;
+        _clearOnReturn = Options.ClearOnReturn;
+        DisplayName = Options.Name is null ? "(unnamed)" : $"'{Options.Name}'";
+
+        _global = new GlobalClass[_classCount];
         for (var i = 0; i < _global.Length; i++)
         {
-            _global[i] = new Stack<PooledBuffer>();
+            _global[i] = new GlobalClass();
         }
 
-        _ledger = Options.CheckedMode ? [] : null;
+        _ledger = _checkedMode ? [] : null;
         PreWarm();
     }
 
@@ -46,46 +104,43 @@ public sealed class MessagePool
 
     public IReadOnlyList<int> SizeClassBytes => _classBytes;
 
+    /// <summary>The pool's name in quotes, or "(unnamed)"; used in error messages.</summary>
+    internal string DisplayName { get; }
+
     /// <summary>Rents a buffer whose <see cref="Payload.Length"/> is <paramref name="lengthBytes"/>.</summary>
+    /// <exception cref="ArgumentOutOfRangeException">The length is negative or above <see cref="MessagePoolOptions.MaxRentBytes"/>.</exception>
     public Payload Rent(int lengthBytes, string owner)
     {
-        ArgumentOutOfRangeException.ThrowIfNegative(lengthBytes);
-        if (lengthBytes > Options.MaxRentBytes)
+        // One unsigned compare sends negative, oversize and too-large lengths to the slow path.
+        if ((uint)lengthBytes > (uint)_pooledLimitBytes)
         {
-            throw new ArgumentOutOfRangeException(nameof(lengthBytes), $"Rent of {lengthBytes} B exceeds MaxRentBytes ({Options.MaxRentBytes} B).");
+            return RentUnpooled(lengthBytes, owner);
         }
 
-        var sizeClass = FindClass(lengthBytes);
+        var sizeClass = FindClassInRange(lengthBytes);
+        var cache = GetLocalCache();
+        ref var counters = ref cache.Counters[sizeClass];
+        counters.Rents++;
+
         PooledBuffer buffer;
-        lock (_gate)
+        var count = cache.Counts[sizeClass];
+        if (count > 0)
         {
-            _rents++;
-            if (sizeClass < 0)
-            {
-                _oversizeRents++;
-                _misses++;
-                buffer = new PooledBuffer(this, new byte[lengthBytes], -1, ++_nextId);
-            }
-            else if (_global[sizeClass].TryPop(out var cached))
-            {
-                _hits++;
-                buffer = cached;
-            }
-            else
-            {
-                _misses++;
-                buffer = new PooledBuffer(this, new byte[_classBytes[sizeClass]], sizeClass, ++_nextId);
-            }
+            count--;
+            cache.Counts[sizeClass] = count;
+            var slot = (sizeClass * _localCapacity) + count;
+            buffer = cache.Items[slot]!;
 
-            buffer.IsRented = true;
-            buffer.Generation++;
-            buffer.Length = lengthBytes;
-            buffer.Owner = owner;
-            _outstanding++;
-            _ledger?.Add(buffer.Id, buffer);
+            // Clear the slot so that a buffer later dropped to the GC is not kept alive by a stale reference.
+            cache.Items[slot] = null;
+            counters.Hits++;
+        }
+        else
+        {
+            buffer = RentFromGlobal(cache, sizeClass, ref counters);
         }
 
-        return new Payload(buffer, buffer.Generation);
+        return HandOut(buffer, lengthBytes, owner);
     }
 
     /// <summary>Rents a buffer and copies <paramref name="bytes"/> into it.</summary>
@@ -96,15 +151,126 @@ public sealed class MessagePool
         return payload;
     }
 
+    /// <summary>
+    /// Returns <paramref name="payload"/> to this pool, like <see cref="Payload.Dispose"/>, and also asserts that the
+    /// buffer came from this pool. The empty payload is ignored.
+    /// </summary>
+    /// <exception cref="PoolOwnershipException">The handle is stale, or the buffer belongs to another pool.</exception>
+    public void Return(Payload payload)
+    {
+        var buffer = payload.Buffer;
+        if (buffer is null)
+        {
+            return;
+        }
+
+        if (!ReferenceEquals(buffer.Pool, this))
+        {
+            throw PoolOwnershipException.Foreign(buffer, DisplayName);
+        }
+
+        // The payload's own checks (stale handle, double return) apply unchanged.
+        payload.Dispose();
+    }
+
+    /// <summary>The size class a rent of <paramref name="lengthBytes"/> uses, or -1 when it is oversize (unpooled).</summary>
+    public int FindSizeClass(int lengthBytes)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(lengthBytes);
+        return lengthBytes <= _largestClassBytes ? FindClassInRange(lengthBytes) : -1;
+    }
+
+    /// <summary>Totals over all classes and threads; allocates nothing, so a checker may call it after every step.</summary>
     public MessagePoolStatistics GetStatistics()
     {
-        lock (_gate)
+        long rents = 0, returns = 0, hits = 0, misses = 0, dropped = 0, oversizeRents = 0;
+        foreach (var cache in SnapshotLocals())
         {
-            return new MessagePoolStatistics(_rents, _returns, _hits, _misses, _dropped, _oversizeRents, _outstanding);
+            if (cache is null)
+            {
+                continue;
+            }
+
+            var counters = cache.Counters;
+            for (var c = 0; c < counters.Length; c++)
+            {
+                rents += Volatile.Read(ref counters[c].Rents);
+                returns += Volatile.Read(ref counters[c].Returns);
+                hits += Volatile.Read(ref counters[c].Hits);
+                misses += Volatile.Read(ref counters[c].Misses);
+                dropped += Volatile.Read(ref counters[c].Dropped);
+            }
+
+            oversizeRents += Volatile.Read(ref counters[_classCount].Rents);
         }
+
+        return new MessagePoolStatistics(rents, returns, hits, misses, dropped, oversizeRents, rents - returns);
+    }
+
+    /// <summary>
+    /// One row per size class, in class order (row i is class i), then one last row for oversize rents
+    /// (<see cref="MessagePoolClassStatistics.SizeClass"/> == -1).
+    /// </summary>
+    public IReadOnlyList<MessagePoolClassStatistics> GetClassStatistics()
+    {
+        var rows = new MessagePoolClassStatistics[_classCount + 1];
+        var sums = new ClassCounters[_classCount + 1];
+        var localCached = new long[_classCount];
+        foreach (var cache in SnapshotLocals())
+        {
+            if (cache is null)
+            {
+                continue;
+            }
+
+            for (var c = 0; c <= _classCount; c++)
+            {
+                ref var from = ref cache.Counters[c];
+                sums[c].Rents += Volatile.Read(ref from.Rents);
+                sums[c].Returns += Volatile.Read(ref from.Returns);
+                sums[c].Hits += Volatile.Read(ref from.Hits);
+                sums[c].Misses += Volatile.Read(ref from.Misses);
+                sums[c].Dropped += Volatile.Read(ref from.Dropped);
+            }
+
+            for (var c = 0; c < _classCount; c++)
+            {
+                localCached[c] += Volatile.Read(ref cache.Counts[c]);
+            }
+        }
+
+        for (var c = 0; c <= _classCount; c++)
+        {
+            var isOversize = c == _classCount;
+            long preWarmed = 0, globalCached = 0;
+            if (!isOversize)
+            {
+                var global = _global[c];
+                lock (global.Gate)
+                {
+                    preWarmed = global.PreWarmed;
+                    globalCached = global.Count;
+                }
+            }
+
+            rows[c] = new MessagePoolClassStatistics(
+                SizeClass: isOversize ? -1 : c,
+                CapacityBytes: isOversize ? 0 : _classBytes[c],
+                sums[c].Rents,
+                sums[c].Returns,
+                sums[c].Hits,
+                sums[c].Misses,
+                sums[c].Dropped,
+                preWarmed,
+                LocalCached: isOversize ? 0 : localCached[c],
+                globalCached);
+        }
+
+        return rows;
     }
 
     /// <summary>Buffers rented and not yet returned, in rent order (checked mode only).</summary>
+    /// <exception cref="InvalidOperationException">The pool is not in checked mode.</exception>
     public IReadOnlyList<OutstandingBuffer> GetOutstanding()
     {
         if (_ledger is null)
@@ -112,84 +278,388 @@ public sealed class MessagePool
             throw new InvalidOperationException("The outstanding-buffer ledger exists only in checked mode (MessagePoolOptions.CheckedMode).");
         }
 
-        lock (_gate)
+        lock (_ledgerGate)
         {
             return [.. _ledger.Values.OrderBy(b => b.Id).Select(b => new OutstandingBuffer(b.Id, b.Array.Length, b.Length, b.Owner))];
         }
     }
 
-    /// <summary>Throws naming every outstanding buffer and its owner when the ledger is not empty.</summary>
+    /// <summary>
+    /// Throws naming every outstanding buffer and its owner when the ledger is not empty. Without checked mode there is
+    /// no ledger: it then throws when the counters show outstanding buffers, without names.
+    /// </summary>
+    /// <exception cref="PoolOwnershipException">Buffers are outstanding.</exception>
     public void ThrowIfLeaks()
     {
+        if (_ledger is null)
+        {
+            var outstandingCount = GetStatistics().Outstanding;
+            if (outstandingCount != 0)
+            {
+                throw new PoolOwnershipException($"Pool {DisplayName}: {outstandingCount} pooled buffer(s) leaked; enable MessagePoolOptions.CheckedMode to name them and their owners.");
+            }
+
+            return;
+        }
+
         var outstanding = GetOutstanding();
         if (outstanding.Count > 0)
         {
-            var names = string.Join(", ", outstanding.Take(10).Select(b => $"#{b.BufferId} ({b.LengthBytes} B, owner '{b.Owner}')"));
-            throw new PoolOwnershipException($"{outstanding.Count} pooled buffer(s) leaked: {names}{(outstanding.Count > 10 ? ", ..." : string.Empty)}.");
+            const int NamesMax = 10;
+            var names = string.Join(", ", outstanding.Take(NamesMax).Select(b => $"#{b.BufferId} ({b.CapacityBytes} B, length {b.LengthBytes} B, owner '{b.Owner}')"));
+            var more = outstanding.Count > NamesMax ? $", and {outstanding.Count - NamesMax} more" : string.Empty;
+            throw new PoolOwnershipException($"Pool {DisplayName}: {outstanding.Count} pooled buffer(s) leaked: {names}{more}.") { BufferId = outstanding[0].BufferId };
         }
     }
 
-    internal void NoteMove(PooledBuffer buffer, string newOwner)
+    /// <summary>Records a move of <paramref name="buffer"/> to <paramref name="newOwner"/>; returns the new generation.</summary>
+    internal long NoteMove(PooledBuffer buffer, string newOwner)
     {
-        lock (_gate)
+        if (_checkedMode)
         {
-            buffer.Generation++;
-            buffer.Owner = newOwner;
+            // Under the ledger lock so that GetOutstanding on another thread never sees a half-made move.
+            lock (_ledgerGate)
+            {
+                return ApplyMove(buffer, newOwner);
+            }
         }
+
+        return ApplyMove(buffer, newOwner);
     }
 
+    /// <summary>Takes back a buffer whose handle has been checked by the caller.</summary>
     internal void Return(PooledBuffer buffer)
     {
         if (!ReferenceEquals(buffer.Pool, this))
         {
-            throw new PoolOwnershipException($"Buffer #{buffer.Id} (owner '{buffer.Owner}') belongs to another pool.");
+            throw PoolOwnershipException.Foreign(buffer, DisplayName);
         }
 
-        lock (_gate)
+        if (!buffer.IsRented)
         {
-            if (!buffer.IsRented)
+            throw PoolOwnershipException.ReturnedTwice(buffer);
+        }
+
+        if (_checkedMode)
+        {
+            ReturnToLedger(buffer);
+        }
+        else if (_clearOnReturn)
+        {
+            Array.Clear(buffer.Array);
+        }
+
+        buffer.IsRented = false;
+        buffer.Generation++;
+        buffer.LastOwner = buffer.Owner;
+        buffer.Owner = null;
+
+        var cache = GetLocalCache();
+        var sizeClass = buffer.SizeClass;
+        if (sizeClass < 0)
+        {
+            // Oversize arrays are exact-size and never cached: the return is counted and the array left to the GC.
+            ref var oversize = ref cache.Counters[_classCount];
+            oversize.Returns++;
+            oversize.Dropped++;
+            return;
+        }
+
+        ref var counters = ref cache.Counters[sizeClass];
+        counters.Returns++;
+        var count = cache.Counts[sizeClass];
+        if (count < _localCapacity)
+        {
+            cache.Items[(sizeClass * _localCapacity) + count] = buffer;
+            cache.Counts[sizeClass] = count + 1;
+            return;
+        }
+
+        ReturnToGlobal(cache, sizeClass, buffer, ref counters);
+    }
+
+    /// <summary>This thread's cache in this pool, for tests: the number of buffers it holds in a class.</summary>
+    internal int LocalCountForCurrentThread(int sizeClass) => GetLocalCache().Counts[sizeClass];
+
+    private static void Validate(MessagePoolOptions options, int[] classBytes)
+    {
+        if (classBytes.Length == 0)
+        {
+            throw new ArgumentException("At least one size class is required.", nameof(options));
+        }
+
+        if (classBytes[0] <= 0)
+        {
+            throw new ArgumentException($"Size classes must be positive: class 0 is {classBytes[0]} B.", nameof(options));
+        }
+
+        for (var i = 1; i < classBytes.Length; i++)
+        {
+            if (classBytes[i] <= classBytes[i - 1])
             {
-                throw new PoolOwnershipException($"Buffer #{buffer.Id} was returned twice (last owner '{buffer.LastOwner}').");
+                throw new ArgumentException($"Size classes must ascend: class {i} ({classBytes[i]} B) <= class {i - 1} ({classBytes[i - 1]} B).", nameof(options));
+            }
+        }
+
+        ArgumentOutOfRangeException.ThrowIfNegative(options.LocalCacheCapacityPerClass, nameof(options.LocalCacheCapacityPerClass));
+        ArgumentOutOfRangeException.ThrowIfNegative(options.GlobalCapacityPerClass, nameof(options.GlobalCapacityPerClass));
+        ArgumentOutOfRangeException.ThrowIfNegative(options.PreWarmCountPerClass, nameof(options.PreWarmCountPerClass));
+        ArgumentOutOfRangeException.ThrowIfNegative(options.MaxRentBytes, nameof(options.MaxRentBytes));
+
+        // A thread's cache is one flat array of classes x capacity references.
+        _ = checked(classBytes.Length * options.LocalCacheCapacityPerClass);
+    }
+
+    private static int[] BuildOctaveTable(int[] classBytes)
+    {
+        var table = new int[32];
+        var c = 0;
+        for (var k = 0; k < table.Length; k++)
+        {
+            var octaveBytes = 1L << k;
+            while (c < classBytes.Length - 1 && classBytes[c] <= octaveBytes)
+            {
+                c++;
             }
 
-            buffer.IsRented = false;
-            buffer.Generation++;
-            buffer.LastOwner = buffer.Owner;
-            buffer.Owner = null;
-            _returns++;
-            _outstanding--;
-            _ledger?.Remove(buffer.Id);
-            if (buffer.SizeClass >= 0 && _global[buffer.SizeClass].Count < Options.GlobalCapacityPerClass)
+            table[k] = c;
+        }
+
+        return table;
+    }
+
+    private static long ApplyMove(PooledBuffer buffer, string newOwner)
+    {
+        var generation = buffer.Generation + 1;
+        buffer.Generation = generation;
+        buffer.Owner = newOwner;
+        return generation;
+    }
+
+    /// <summary>The class of a length in [0, largest class]; at most one step per class in the length's octave.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private int FindClassInRange(int lengthBytes)
+    {
+        if (lengthBytes <= _smallestClassBytes)
+        {
+            return 0;
+        }
+
+        // lengthBytes - 1 >= 1 here, so Log2 is the k with 2^k < lengthBytes <= 2^(k+1).
+        var sizeClass = _octaveFirstClass[BitOperations.Log2((uint)(lengthBytes - 1))];
+        var classBytes = _classBytes;
+        while (classBytes[sizeClass] < lengthBytes)
+        {
+            sizeClass++;
+        }
+
+        return sizeClass;
+    }
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private LocalCache GetLocalCache()
+    {
+        var index = ThreadSlots.CurrentOrMinusOne;
+        var locals = _locals;
+        if ((uint)index < (uint)locals.Length)
+        {
+            var cache = locals[index];
+            if (cache is not null)
             {
-                _global[buffer.SizeClass].Push(buffer);
+                return cache;
+            }
+        }
+
+        return CreateLocalCache();
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private LocalCache CreateLocalCache()
+    {
+        var index = ThreadSlots.AssignCurrent();
+        lock (_localsGate)
+        {
+            var locals = _locals;
+            if (index >= locals.Length)
+            {
+                Array.Resize(ref locals, Math.Max(index + 1, locals.Length * 2));
+            }
+
+            // A cache already at this index belonged to a thread that has exited; this thread adopts it, counters and all.
+            var cache = locals[index] ??= new LocalCache(_classCount, _localCapacity);
+            Volatile.Write(ref _locals, locals);
+            return cache;
+        }
+    }
+
+    private LocalCache?[] SnapshotLocals()
+    {
+        lock (_localsGate)
+        {
+            return _locals;
+        }
+    }
+
+    private PooledBuffer RentFromGlobal(LocalCache cache, int sizeClass, ref ClassCounters counters)
+    {
+        var global = _global[sizeClass];
+        PooledBuffer? buffer = null;
+        lock (global.Gate)
+        {
+            var take = Math.Min(global.Count, _refillCount);
+            if (take > 0)
+            {
+                // The renter gets the most recently pushed buffer; the rest half-fill the (empty) local stack.
+                var top = global.Count - 1;
+                buffer = global.Items[top];
+                global.Items[top] = null;
+                var moved = take - 1;
+                var from = global.Count - take;
+                Array.Copy(global.Items, from, cache.Items, sizeClass * _localCapacity, moved);
+                Array.Clear(global.Items, from, moved);
+                global.Count -= take;
+                cache.Counts[sizeClass] = moved;
+            }
+        }
+
+        if (buffer is not null)
+        {
+            counters.Hits++;
+            return buffer;
+        }
+
+        counters.Misses++;
+        return new PooledBuffer(this, new byte[_classBytes[sizeClass]], sizeClass, Interlocked.Increment(ref _nextId));
+    }
+
+    /// <summary>The local stack of <paramref name="sizeClass"/> is full: spill its older half to the global tier, or drop.</summary>
+    private void ReturnToGlobal(LocalCache cache, int sizeClass, PooledBuffer buffer, ref ClassCounters counters)
+    {
+        var global = _global[sizeClass];
+        var baseSlot = sizeClass * _localCapacity;
+        int moved;
+        lock (global.Gate)
+        {
+            var room = _globalCapacity - global.Count;
+            if (_localCapacity == 0)
+            {
+                moved = Math.Min(room, 1);
+                if (moved > 0)
+                {
+                    global.EnsureCapacity(global.Count + 1, _globalCapacity);
+                    global.Items[global.Count++] = buffer;
+                }
             }
             else
             {
-                _dropped++;
+                // Move the older (bottom) entries, so the local stack keeps the cache-warm buffers it used last.
+                moved = Math.Min(room, _spillCount);
+                if (moved > 0)
+                {
+                    global.EnsureCapacity(global.Count + moved, _globalCapacity);
+                    Array.Copy(cache.Items, baseSlot, global.Items, global.Count, moved);
+                    global.Count += moved;
+                }
+            }
+        }
+
+        if (moved == 0)
+        {
+            // Both tiers are full: the buffer goes to the GC, which bounds what the pool holds.
+            counters.Dropped++;
+            return;
+        }
+
+        if (_localCapacity == 0)
+        {
+            return;
+        }
+
+        var remaining = _localCapacity - moved;
+        Array.Copy(cache.Items, baseSlot + moved, cache.Items, baseSlot, remaining);
+        Array.Clear(cache.Items, baseSlot + remaining, moved);
+        cache.Items[baseSlot + remaining] = buffer;
+        cache.Counts[sizeClass] = remaining + 1;
+    }
+
+    private Payload RentUnpooled(int lengthBytes, string owner)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(lengthBytes);
+        if (lengthBytes > _maxRentBytes)
+        {
+            throw new ArgumentOutOfRangeException(nameof(lengthBytes), lengthBytes, $"A rent of {lengthBytes} B exceeds MaxRentBytes ({_maxRentBytes} B) of pool {DisplayName}; split the message or raise MessagePoolOptions.MaxRentBytes.");
+        }
+
+        // Above the largest class: an exact array, counted as a miss and never cached.
+        var cache = GetLocalCache();
+        ref var counters = ref cache.Counters[_classCount];
+        counters.Rents++;
+        counters.Misses++;
+        var buffer = new PooledBuffer(this, new byte[lengthBytes], -1, Interlocked.Increment(ref _nextId));
+        return HandOut(buffer, lengthBytes, owner);
+    }
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private Payload HandOut(PooledBuffer buffer, int lengthBytes, string owner)
+    {
+        var generation = buffer.Generation + 1;
+        buffer.Generation = generation;
+        buffer.RentGeneration = generation;
+        buffer.IsRented = true;
+        buffer.Length = lengthBytes;
+        buffer.Owner = owner;
+        if (_checkedMode)
+        {
+            RentToLedger(buffer);
+        }
+
+        return new Payload(buffer, generation);
+    }
+
+    private void RentToLedger(PooledBuffer buffer)
+    {
+        if (_clearOnReturn)
+        {
+            // Checked mode poisons on return; zero here so that ClearOnReturn still means "rents start zeroed".
+            Array.Clear(buffer.Array);
+        }
+
+        lock (_ledgerGate)
+        {
+            if (!_ledger!.TryAdd(buffer.Id, buffer))
+            {
+                throw new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id };
             }
         }
     }
 
-    private int FindClass(int lengthBytes)
+    private void ReturnToLedger(PooledBuffer buffer)
     {
-        var index = Array.BinarySearch(_classBytes, lengthBytes);
-        if (index < 0)
+        lock (_ledgerGate)
         {
-            index = ~index;
+            if (!_ledger!.Remove(buffer.Id))
+            {
+                throw PoolOwnershipException.NotInLedger(buffer, DisplayName);
+            }
         }
 
-        return index < _classBytes.Length ? index : -1;
+        // Poison so that a reader holding the raw array (a Memory taken before the return) sees 0xDD, not stale data.
+        buffer.Array.AsSpan().Fill(MessagePoolOptions.PoisonByte);
     }
 
     private void PreWarm()
     {
-        var count = Math.Min(Options.PreWarmCountPerClass, Options.GlobalCapacityPerClass);
-        for (var c = 0; c < _classBytes.Length && _classBytes[c] <= Options.PreWarmMaxBytes; c++)
+        var count = Math.Min(Options.PreWarmCountPerClass, _globalCapacity);
+        for (var c = 0; c < _classCount && _classBytes[c] <= Options.PreWarmMaxBytes; c++)
         {
+            var global = _global[c];
+            global.EnsureCapacity(count, _globalCapacity);
             for (var i = 0; i < count; i++)
             {
-                _global[c].Push(new PooledBuffer(this, new byte[_classBytes[c]], c, ++_nextId));
+                global.Items[global.Count++] = new PooledBuffer(this, new byte[_classBytes[c]], c, ++_nextId);
             }
+
+            global.PreWarmed = count;
         }
     }
 }
