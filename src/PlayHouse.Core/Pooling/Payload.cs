@@ -135,7 +135,7 @@ public readonly struct Payload : IDisposable
         if (buffer.Generation != _generation)
         {
             // The message is built only on failure, so a successful move allocates nothing.
-            ThrowStale(buffer, _generation, $"move to '{newOwner}'");
+            ThrowStale(buffer, _generation, "move", $" to '{newOwner}'");
         }
 
         var generation = buffer.Pool.NoteMove(buffer, newOwner);
@@ -191,6 +191,6 @@ public readonly struct Payload : IDisposable
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static void ThrowStale(PooledBuffer buffer, long generation, string action) =>
-        throw PoolOwnershipException.StaleHandle(buffer, generation, action);
+    private static void ThrowStale(PooledBuffer buffer, long generation, string action, string? target = null) =>
+        throw PoolOwnershipException.StaleHandle(buffer, generation, action, target);
 }

@@ -20,7 +20,7 @@ public sealed class PoolOwnershipException : InvalidOperationException
     /// <summary>The id of the buffer at fault, or 0 when the exception does not name one.</summary>
     public long BufferId { get; init; }
 
-    internal static PoolOwnershipException StaleHandle(PooledBuffer buffer, long handleGeneration, string action)
+    internal static PoolOwnershipException StaleHandle(PooledBuffer buffer, long handleGeneration, string action, string? target = null)
     {
         string reason;
         if (!buffer.IsRented)
@@ -38,7 +38,7 @@ public sealed class PoolOwnershipException : InvalidOperationException
 
         var head = action == "return" && !buffer.IsRented
             ? $"Cannot return buffer {Describe(buffer)} twice"
-            : $"Cannot {action} buffer {Describe(buffer)}";
+            : $"Cannot {action} buffer {Describe(buffer)}{target}";
         var message = $"{head}: this handle is stale because {reason}.";
         return new PoolOwnershipException(message) { BufferId = buffer.Id };
     }

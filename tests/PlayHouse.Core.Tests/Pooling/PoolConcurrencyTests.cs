@@ -19,31 +19,31 @@ public sealed class PoolConcurrencyTests
         using var queue = new BlockingCollection<Payload>(InFlightMax);
         long checksumSent = 0, checksumReceived = 0;
 
-        var producer = new Thread(() =>
-        {
-            for (var i = 0; i < Messages; i++)
-            {
-                var payload = pool.Rent(256, "io-thread");
-                payload.WritableSpan.Fill((byte)i);
-                checksumSent += (byte)i;
-                queue.Add(payload.Move("queue"));
-            }
+        var errors = RunGuarded(
+            [
+                stop =>
+                {
+                    for (var i = 0; i < Messages; i++)
+                    {
+                        var payload = pool.Rent(256, "io-thread");
+                        payload.WritableSpan.Fill((byte)i);
+                        checksumSent += (byte)i;
+                        queue.Add(payload.Move("queue"), stop);
+                    }
 
-            queue.CompleteAdding();
-        });
-        var consumer = new Thread(() =>
-        {
-            foreach (var payload in queue.GetConsumingEnumerable())
-            {
-                checksumReceived += payload.Span[255];
-                payload.Dispose();
-            }
-        });
+                    queue.CompleteAdding();
+                },
+                stop =>
+                {
+                    foreach (var payload in queue.GetConsumingEnumerable(stop))
+                    {
+                        checksumReceived += payload.Span[255];
+                        payload.Dispose();
+                    }
+                },
+            ]);
 
-        producer.Start();
-        consumer.Start();
-        producer.Join();
-        consumer.Join();
+        Assert.Empty(errors);
 
         var stats = pool.GetStatistics();
         Assert.Equal(Messages, stats.Rents);
@@ -82,23 +82,31 @@ public sealed class PoolConcurrencyTests
         int[] lengths = [1, 64, 129, 1000, 4096, 20_000, 100_000];
         using var queue = new BlockingCollection<(Payload Payload, byte Tag)>(boundedCapacity: 256);
         var failures = new ConcurrentQueue<string>();
+        var producersRunning = ProducerCount;
 
-        var producers = Enumerable.Range(0, ProducerCount).Select(p => new Thread(() =>
+        var producers = Enumerable.Range(0, ProducerCount).Select(p => (Action<CancellationToken>)(stop =>
         {
             for (var i = 0; i < MessagesPerProducer; i++)
             {
                 // Every 5000th message is oversize, to cover the unpooled path across threads too.
                 var length = i % 5000 == 4999 ? (1024 * 1024) + 7 : lengths[(i + p) % lengths.Length];
                 var payload = pool.Rent(length, $"producer-{p}");
+
                 // Fill every byte: a buffer with two live owners would show a mix of tags at the consumer.
                 var tag = (byte)((i * ProducerCount) + p);
                 payload.WritableSpan.Fill(tag);
-                queue.Add((payload, tag));
+                queue.Add((payload, tag), stop);
             }
-        })).ToArray();
-        var consumers = Enumerable.Range(0, ConsumerCount).Select(c => new Thread(() =>
+
+            // The last producer to finish closes the queue, so the consumers drain it and stop.
+            if (Interlocked.Decrement(ref producersRunning) == 0)
+            {
+                queue.CompleteAdding();
+            }
+        }));
+        var consumers = Enumerable.Range(0, ConsumerCount).Select(c => (Action<CancellationToken>)(stop =>
         {
-            foreach (var (payload, tag) in queue.GetConsumingEnumerable())
+            foreach (var (payload, tag) in queue.GetConsumingEnumerable(stop))
             {
                 var taken = payload.Move($"consumer-{c}");
                 var mismatchIndex = taken.Span.IndexOfAnyExcept(tag);
@@ -109,14 +117,11 @@ public sealed class PoolConcurrencyTests
 
                 taken.Dispose();
             }
-        })).ToArray();
+        }));
 
-        Array.ForEach(consumers, t => t.Start());
-        Array.ForEach(producers, t => t.Start());
-        Array.ForEach(producers, t => t.Join());
-        queue.CompleteAdding();
-        Array.ForEach(consumers, t => t.Join());
+        var errors = RunGuarded([.. consumers, .. producers]);
 
+        Assert.Empty(errors);
         Assert.Empty(failures);
         var stats = pool.GetStatistics();
         Assert.Equal(ProducerCount * MessagesPerProducer, stats.Rents);
@@ -140,15 +145,18 @@ public sealed class PoolConcurrencyTests
         var pool = new MessagePool();
         var payloads = new Payload[100];
 
-        var renter = new Thread(() =>
-        {
-            for (var i = 0; i < payloads.Length; i++)
-            {
-                payloads[i] = pool.Rent(100 + i, "renter");
-            }
-        });
-        renter.Start();
-        renter.Join();
+        var errors = RunGuarded(
+            [
+                _ =>
+                {
+                    for (var i = 0; i < payloads.Length; i++)
+                    {
+                        payloads[i] = pool.Rent(100 + i, "renter");
+                    }
+                },
+            ]);
+
+        Assert.Empty(errors);
 
         Assert.Equal(100, pool.GetStatistics().Rents);
         Assert.Equal(100, pool.GetStatistics().Outstanding);
@@ -161,5 +169,35 @@ public sealed class PoolConcurrencyTests
         // The returns land in this thread's cache (up to its capacity) and the rest in the global tier.
         PoolTestSupport.AssertBalanced(pool);
         PoolTestSupport.AssertIdentities(pool);
+    }
+
+    /// <summary>
+    /// Runs each body on its own thread and joins them all. A body that throws is recorded and cancels the others'
+    /// blocking hand-offs, so a pool bug fails the test instead of crashing or hanging the test host.
+    /// </summary>
+    private static List<Exception> RunGuarded(Action<CancellationToken>[] bodies)
+    {
+        using var stop = new CancellationTokenSource();
+        var errors = new ConcurrentQueue<Exception>();
+        var threads = bodies.Select(body => new Thread(() =>
+        {
+            try
+            {
+                body(stop.Token);
+            }
+            catch (OperationCanceledException) when (stop.IsCancellationRequested)
+            {
+                // Another thread failed first and stopped this one; its error is the one to report.
+            }
+            catch (Exception error)
+            {
+                errors.Enqueue(error);
+                stop.Cancel();
+            }
+        })).ToArray();
+
+        Array.ForEach(threads, t => t.Start());
+        Array.ForEach(threads, t => t.Join());
+        return [.. errors];
     }
 }
