@@ -61,13 +61,17 @@ public sealed class MessagePool
 
     private readonly bool _checkedMode;
     private readonly bool _clearOnReturn;
+
+    // One flag for the return path's only optional work (ledger, poison or clear), so the common case tests once.
+    private readonly bool _returnNeedsWork;
     private readonly GlobalClass[] _global;
     private readonly Dictionary<long, PooledBuffer>? _ledger;
     private readonly Lock _ledgerGate = new();
     private readonly Lock _localsGate = new();
 
-    // Indexed by ThreadSlots index; replaced (copied, larger) under _localsGate when a thread with a higher index arrives.
-    private LocalCache?[] _locals = [];
+    // Indexed by ThreadSlots index: each thread's per-class caches, one row per class plus one for oversize counts.
+    // Replaced (copied, larger) under _localsGate when a thread with a higher index arrives.
+    private LocalClass[]?[] _locals = [];
     private long _nextId;
 
     public MessagePool(MessagePoolOptions? options = null)
@@ -88,6 +92,7 @@ public sealed class MessagePool
         _spillCount = Math.Max(1, _localCapacity / 2);
         _checkedMode = Options.CheckedMode;
         _clearOnReturn = Options.ClearOnReturn;
+        _returnNeedsWork = _checkedMode || _clearOnReturn;
         DisplayName = Options.Name is null ? "(unnamed)" : $"'{Options.Name}'";
 
         _global = new GlobalClass[_classCount];
@@ -118,26 +123,24 @@ public sealed class MessagePool
         }
 
         var sizeClass = FindClassInRange(lengthBytes);
-        var cache = GetLocalCache();
-        ref var counters = ref cache.Counters[sizeClass];
-        counters.Rents++;
-
+        ref var local = ref GetLocalClasses()[sizeClass];
+        var items = local.Items;
+        var slot = local.Count - 1;
         PooledBuffer buffer;
-        var count = cache.Counts[sizeClass];
-        if (count > 0)
+
+        // The unsigned compare covers "empty" (slot -1) and lets the JIT drop the bounds check on items.
+        if ((uint)slot < (uint)items.Length)
         {
-            count--;
-            cache.Counts[sizeClass] = count;
-            var slot = (sizeClass * _localCapacity) + count;
-            buffer = cache.Items[slot]!;
+            buffer = items[slot]!;
 
             // Clear the slot so that a buffer later dropped to the GC is not kept alive by a stale reference.
-            cache.Items[slot] = null;
-            counters.Hits++;
+            items[slot] = null;
+            local.Count = slot;
+            local.Hits++;
         }
         else
         {
-            buffer = RentFromGlobal(cache, sizeClass, ref counters);
+            buffer = RentFromGlobal(ref local, sizeClass);
         }
 
         return HandOut(buffer, lengthBytes, owner);
@@ -183,27 +186,26 @@ public sealed class MessagePool
     /// <summary>Totals over all classes and threads; allocates nothing, so a checker may call it after every step.</summary>
     public MessagePoolStatistics GetStatistics()
     {
-        long rents = 0, returns = 0, hits = 0, misses = 0, dropped = 0, oversizeRents = 0;
-        foreach (var cache in SnapshotLocals())
+        long returns = 0, hits = 0, misses = 0, dropped = 0, oversizeRents = 0;
+        foreach (var classes in SnapshotLocals())
         {
-            if (cache is null)
+            if (classes is null)
             {
                 continue;
             }
 
-            var counters = cache.Counters;
-            for (var c = 0; c < counters.Length; c++)
+            for (var c = 0; c < classes.Length; c++)
             {
-                rents += Volatile.Read(ref counters[c].Rents);
-                returns += Volatile.Read(ref counters[c].Returns);
-                hits += Volatile.Read(ref counters[c].Hits);
-                misses += Volatile.Read(ref counters[c].Misses);
-                dropped += Volatile.Read(ref counters[c].Dropped);
+                hits += Volatile.Read(ref classes[c].Hits);
+                misses += Volatile.Read(ref classes[c].Misses);
+                returns += Volatile.Read(ref classes[c].Returns);
+                dropped += Volatile.Read(ref classes[c].Dropped);
             }
 
-            oversizeRents += Volatile.Read(ref counters[_classCount].Rents);
+            oversizeRents += Volatile.Read(ref classes[_classCount].Misses);
         }
 
+        var rents = hits + misses;
         return new MessagePoolStatistics(rents, returns, hits, misses, dropped, oversizeRents, rents - returns);
     }
 
@@ -214,28 +216,22 @@ public sealed class MessagePool
     public IReadOnlyList<MessagePoolClassStatistics> GetClassStatistics()
     {
         var rows = new MessagePoolClassStatistics[_classCount + 1];
-        var sums = new ClassCounters[_classCount + 1];
-        var localCached = new long[_classCount];
-        foreach (var cache in SnapshotLocals())
+        var sums = new LocalClass[_classCount + 1];
+        foreach (var classes in SnapshotLocals())
         {
-            if (cache is null)
+            if (classes is null)
             {
                 continue;
             }
 
             for (var c = 0; c <= _classCount; c++)
             {
-                ref var from = ref cache.Counters[c];
-                sums[c].Rents += Volatile.Read(ref from.Rents);
-                sums[c].Returns += Volatile.Read(ref from.Returns);
+                ref var from = ref classes[c];
                 sums[c].Hits += Volatile.Read(ref from.Hits);
                 sums[c].Misses += Volatile.Read(ref from.Misses);
+                sums[c].Returns += Volatile.Read(ref from.Returns);
                 sums[c].Dropped += Volatile.Read(ref from.Dropped);
-            }
-
-            for (var c = 0; c < _classCount; c++)
-            {
-                localCached[c] += Volatile.Read(ref cache.Counts[c]);
+                sums[c].Count += Volatile.Read(ref from.Count);
             }
         }
 
@@ -256,13 +252,13 @@ public sealed class MessagePool
             rows[c] = new MessagePoolClassStatistics(
                 SizeClass: isOversize ? -1 : c,
                 CapacityBytes: isOversize ? 0 : _classBytes[c],
-                sums[c].Rents,
+                Rents: sums[c].Hits + sums[c].Misses,
                 sums[c].Returns,
                 sums[c].Hits,
                 sums[c].Misses,
                 sums[c].Dropped,
                 preWarmed,
-                LocalCached: isOversize ? 0 : localCached[c],
+                LocalCached: sums[c].Count,
                 globalCached);
         }
 
@@ -340,46 +336,39 @@ public sealed class MessagePool
             throw PoolOwnershipException.ReturnedTwice(buffer);
         }
 
-        if (_checkedMode)
+        if (_returnNeedsWork)
         {
-            ReturnToLedger(buffer);
-        }
-        else if (_clearOnReturn)
-        {
-            Array.Clear(buffer.Array);
+            PrepareReturn(buffer);
         }
 
-        buffer.IsRented = false;
         buffer.Generation++;
-        buffer.LastOwner = buffer.Owner;
-        buffer.Owner = null;
 
-        var cache = GetLocalCache();
         var sizeClass = buffer.SizeClass;
         if (sizeClass < 0)
         {
             // Oversize arrays are exact-size and never cached: the return is counted and the array left to the GC.
-            ref var oversize = ref cache.Counters[_classCount];
+            ref var oversize = ref GetLocalClasses()[_classCount];
             oversize.Returns++;
             oversize.Dropped++;
             return;
         }
 
-        ref var counters = ref cache.Counters[sizeClass];
-        counters.Returns++;
-        var count = cache.Counts[sizeClass];
-        if (count < _localCapacity)
+        ref var local = ref GetLocalClasses()[sizeClass];
+        local.Returns++;
+        var items = local.Items;
+        var count = local.Count;
+        if ((uint)count < (uint)items.Length)
         {
-            cache.Items[(sizeClass * _localCapacity) + count] = buffer;
-            cache.Counts[sizeClass] = count + 1;
+            items[count] = buffer;
+            local.Count = count + 1;
             return;
         }
 
-        ReturnToGlobal(cache, sizeClass, buffer, ref counters);
+        ReturnToGlobal(ref local, sizeClass, buffer);
     }
 
     /// <summary>This thread's cache in this pool, for tests: the number of buffers it holds in a class.</summary>
-    internal int LocalCountForCurrentThread(int sizeClass) => GetLocalCache().Counts[sizeClass];
+    internal int LocalCountForCurrentThread(int sizeClass) => GetLocalClasses()[sizeClass].Count;
 
     private static void Validate(MessagePoolOptions options, int[] classBytes)
     {
@@ -430,7 +419,8 @@ public sealed class MessagePool
 
     private static long ApplyMove(PooledBuffer buffer, string newOwner)
     {
-        var generation = buffer.Generation + 1;
+        // By two, so the generation stays odd ("rented") while every older handle becomes stale.
+        var generation = buffer.Generation + 2;
         buffer.Generation = generation;
         buffer.Owner = newOwner;
         return generation;
@@ -457,24 +447,24 @@ public sealed class MessagePool
     }
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private LocalCache GetLocalCache()
+    private LocalClass[] GetLocalClasses()
     {
         var index = ThreadSlots.CurrentOrMinusOne;
         var locals = _locals;
         if ((uint)index < (uint)locals.Length)
         {
-            var cache = locals[index];
-            if (cache is not null)
+            var classes = locals[index];
+            if (classes is not null)
             {
-                return cache;
+                return classes;
             }
         }
 
-        return CreateLocalCache();
+        return CreateLocalClasses();
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private LocalCache CreateLocalCache()
+    private LocalClass[] CreateLocalClasses()
     {
         var index = ThreadSlots.AssignCurrent();
         lock (_localsGate)
@@ -485,14 +475,26 @@ public sealed class MessagePool
                 Array.Resize(ref locals, Math.Max(index + 1, locals.Length * 2));
             }
 
-            // A cache already at this index belonged to a thread that has exited; this thread adopts it, counters and all.
-            var cache = locals[index] ??= new LocalCache(_classCount, _localCapacity);
+            // Caches already at this index belonged to a thread that has exited; this thread adopts them, counters and all.
+            var classes = locals[index];
+            if (classes is null)
+            {
+                classes = new LocalClass[_classCount + 1];
+                for (var c = 0; c < classes.Length; c++)
+                {
+                    // Stacks are allocated on a class's first return on this thread, so unused classes cost nothing.
+                    classes[c].Items = [];
+                }
+
+                locals[index] = classes;
+            }
+
             Volatile.Write(ref _locals, locals);
-            return cache;
+            return classes;
         }
     }
 
-    private LocalCache?[] SnapshotLocals()
+    private LocalClass[]?[] SnapshotLocals()
     {
         lock (_localsGate)
         {
@@ -500,7 +502,7 @@ public sealed class MessagePool
         }
     }
 
-    private PooledBuffer RentFromGlobal(LocalCache cache, int sizeClass, ref ClassCounters counters)
+    private PooledBuffer RentFromGlobal(ref LocalClass local, int sizeClass)
     {
         var global = _global[sizeClass];
         PooledBuffer? buffer = null;
@@ -509,34 +511,50 @@ public sealed class MessagePool
             var take = Math.Min(global.Count, _refillCount);
             if (take > 0)
             {
+                var moved = take - 1;
+                if (moved > 0 && local.Items.Length == 0)
+                {
+                    local.Items = new PooledBuffer?[_localCapacity];
+                }
+
                 // The renter gets the most recently pushed buffer; the rest half-fill the (empty) local stack.
                 var top = global.Count - 1;
                 buffer = global.Items[top];
                 global.Items[top] = null;
-                var moved = take - 1;
                 var from = global.Count - take;
-                Array.Copy(global.Items, from, cache.Items, sizeClass * _localCapacity, moved);
+                Array.Copy(global.Items, from, local.Items, 0, moved);
                 Array.Clear(global.Items, from, moved);
                 global.Count -= take;
-                cache.Counts[sizeClass] = moved;
+                local.Count = moved;
             }
         }
 
         if (buffer is not null)
         {
-            counters.Hits++;
+            local.Hits++;
             return buffer;
         }
 
-        counters.Misses++;
+        local.Misses++;
         return new PooledBuffer(this, new byte[_classBytes[sizeClass]], sizeClass, Interlocked.Increment(ref _nextId));
     }
 
-    /// <summary>The local stack of <paramref name="sizeClass"/> is full: spill its older half to the global tier, or drop.</summary>
-    private void ReturnToGlobal(LocalCache cache, int sizeClass, PooledBuffer buffer, ref ClassCounters counters)
+    /// <summary>
+    /// The local stack of <paramref name="sizeClass"/> is full (or not yet allocated): allocate it, or spill its older
+    /// half to the global tier, or drop the buffer when both tiers are full.
+    /// </summary>
+    private void ReturnToGlobal(ref LocalClass local, int sizeClass, PooledBuffer buffer)
     {
+        if (local.Items.Length == 0 && _localCapacity > 0)
+        {
+            local.Items = new PooledBuffer?[_localCapacity];
+            local.Items[0] = buffer;
+            local.Count = 1;
+            return;
+        }
+
         var global = _global[sizeClass];
-        var baseSlot = sizeClass * _localCapacity;
+        var items = local.Items;
         int moved;
         lock (global.Gate)
         {
@@ -557,7 +575,7 @@ public sealed class MessagePool
                 if (moved > 0)
                 {
                     global.EnsureCapacity(global.Count + moved, _globalCapacity);
-                    Array.Copy(cache.Items, baseSlot, global.Items, global.Count, moved);
+                    Array.Copy(items, 0, global.Items, global.Count, moved);
                     global.Count += moved;
                 }
             }
@@ -566,7 +584,7 @@ public sealed class MessagePool
         if (moved == 0)
         {
             // Both tiers are full: the buffer goes to the GC, which bounds what the pool holds.
-            counters.Dropped++;
+            local.Dropped++;
             return;
         }
 
@@ -576,10 +594,10 @@ public sealed class MessagePool
         }
 
         var remaining = _localCapacity - moved;
-        Array.Copy(cache.Items, baseSlot + moved, cache.Items, baseSlot, remaining);
-        Array.Clear(cache.Items, baseSlot + remaining, moved);
-        cache.Items[baseSlot + remaining] = buffer;
-        cache.Counts[sizeClass] = remaining + 1;
+        Array.Copy(items, moved, items, 0, remaining);
+        Array.Clear(items, remaining, moved);
+        items[remaining] = buffer;
+        local.Count = remaining + 1;
     }
 
     private Payload RentUnpooled(int lengthBytes, string owner)
@@ -591,10 +609,7 @@ public sealed class MessagePool
         }
 
         // Above the largest class: an exact array, counted as a miss and never cached.
-        var cache = GetLocalCache();
-        ref var counters = ref cache.Counters[_classCount];
-        counters.Rents++;
-        counters.Misses++;
+        GetLocalClasses()[_classCount].Misses++;
         var buffer = new PooledBuffer(this, new byte[lengthBytes], -1, Interlocked.Increment(ref _nextId));
         return HandOut(buffer, lengthBytes, owner);
     }
@@ -602,21 +617,24 @@ public sealed class MessagePool
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private Payload HandOut(PooledBuffer buffer, int lengthBytes, string owner)
     {
+        // Even to odd: the buffer is rented, and every handle from an earlier rent or move is stale.
         var generation = buffer.Generation + 1;
         buffer.Generation = generation;
         buffer.RentGeneration = generation;
-        buffer.IsRented = true;
         buffer.Length = lengthBytes;
-        buffer.Owner = owner;
         if (_checkedMode)
         {
-            RentToLedger(buffer);
+            RentToLedger(buffer, owner);
+        }
+        else
+        {
+            buffer.Owner = owner;
         }
 
         return new Payload(buffer, generation);
     }
 
-    private void RentToLedger(PooledBuffer buffer)
+    private void RentToLedger(PooledBuffer buffer, string owner)
     {
         if (_clearOnReturn)
         {
@@ -626,6 +644,8 @@ public sealed class MessagePool
 
         lock (_ledgerGate)
         {
+            buffer.PreviousOwner = buffer.Owner;
+            buffer.Owner = owner;
             if (!_ledger!.TryAdd(buffer.Id, buffer))
             {
                 throw new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id };
@@ -633,8 +653,15 @@ public sealed class MessagePool
         }
     }
 
-    private void ReturnToLedger(PooledBuffer buffer)
+    /// <summary>The optional part of a return: the ledger and poison in checked mode, or clearing.</summary>
+    private void PrepareReturn(PooledBuffer buffer)
     {
+        if (!_checkedMode)
+        {
+            Array.Clear(buffer.Array);
+            return;
+        }
+
         lock (_ledgerGate)
         {
             if (!_ledger!.Remove(buffer.Id))

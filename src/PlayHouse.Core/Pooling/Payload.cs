@@ -37,8 +37,8 @@ public readonly struct Payload : IDisposable
     /// <summary>The pool-wide id of the buffer, for diagnostics; 0 for the empty payload.</summary>
     public long BufferId => _buffer?.Id ?? 0;
 
-    /// <summary>The label of the current owner, for diagnostics.</summary>
-    public string? Owner => _buffer?.Owner;
+    /// <summary>The label of the buffer's current owner, for diagnostics; null when empty or returned.</summary>
+    public string? Owner => _buffer is { IsRented: true } ? _buffer.Owner : null;
 
     public ReadOnlySpan<byte> Span
     {

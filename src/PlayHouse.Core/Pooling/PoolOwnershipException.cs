@@ -25,11 +25,13 @@ public sealed class PoolOwnershipException : InvalidOperationException
         string reason;
         if (!buffer.IsRented)
         {
-            reason = $"it was already returned (last owner '{buffer.LastOwner}')";
+            reason = $"it was already returned (last owner '{buffer.Owner}')";
         }
         else if (handleGeneration < buffer.RentGeneration)
         {
-            reason = $"it was returned (last owner '{buffer.LastOwner}') and re-rented by '{buffer.Owner}'";
+            // Checked mode records the previous owner at each rent; unchecked mode skips that store for speed.
+            var previous = buffer.PreviousOwner is null ? string.Empty : $" (last owner '{buffer.PreviousOwner}')";
+            reason = $"it was returned{previous} and re-rented by '{buffer.Owner}'";
         }
         else
         {
@@ -44,7 +46,7 @@ public sealed class PoolOwnershipException : InvalidOperationException
     }
 
     internal static PoolOwnershipException ReturnedTwice(PooledBuffer buffer) =>
-        new($"Cannot return buffer {Describe(buffer)} twice: it is not rented (last owner '{buffer.LastOwner}').") { BufferId = buffer.Id };
+        new($"Cannot return buffer {Describe(buffer)} twice: it is not rented (last owner '{buffer.Owner}').") { BufferId = buffer.Id };
 
     internal static PoolOwnershipException NotInLedger(PooledBuffer buffer, string poolName) =>
         new($"Cannot return buffer {Describe(buffer)} (owner '{buffer.Owner}'): the ledger of pool {poolName} does not list it as outstanding.") { BufferId = buffer.Id };

@@ -24,18 +24,23 @@ internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass
     public int Length;
 
     /// <summary>
-    /// Bumped on every rent, move and return, so that older handles become stale. It is 64-bit so that it cannot
-    /// wrap back to the value an old handle holds; the handle stays 16 bytes either way because of padding.
+    /// Bumped on every rent (to odd), move (by two, staying odd) and return (to even), so that older handles become
+    /// stale and an odd value means "rented". It is 64-bit so that it cannot wrap back to the value an old handle
+    /// holds; the handle stays 16 bytes either way because of padding.
     /// </summary>
     public long Generation;
 
     /// <summary>The generation at the start of the current (or last) rent; tells "moved" from "re-rented" in errors.</summary>
     public long RentGeneration;
 
-    public bool IsRented;
-
+    /// <summary>
+    /// The owner label while rented; after a return it still names the last owner (clearing it would cost a store per
+    /// return for nothing: a returned buffer's owner is never shown as current).
+    /// </summary>
     public string? Owner;
 
-    /// <summary>The owner at the moment of the last return, kept to name it in use-after-return errors.</summary>
-    public string? LastOwner;
+    /// <summary>The owner before the current rent; recorded in checked mode only, to name it in re-rent errors.</summary>
+    public string? PreviousOwner;
+
+    public bool IsRented => (Generation & 1) != 0;
 }
