@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Numerics;
 using System.Runtime.CompilerServices;
 
@@ -323,40 +324,27 @@ public sealed class MessagePool
         return ApplyMove(buffer, newOwner);
     }
 
-    /// <summary>Takes back a buffer whose handle has been checked by the caller.</summary>
-    internal void Return(PooledBuffer buffer)
+    /// <summary>
+    /// Takes back a buffer through a handle whose generation the caller has just matched: that proves the buffer is
+    /// rented and is this pool's (a buffer only ever knows its own pool), so the fast path checks nothing again.
+    /// </summary>
+    internal void ReturnOwned(PooledBuffer buffer)
     {
-        if (!ReferenceEquals(buffer.Pool, this))
-        {
-            throw PoolOwnershipException.Foreign(buffer, DisplayName);
-        }
-
-        if (!buffer.IsRented)
-        {
-            throw PoolOwnershipException.ReturnedTwice(buffer);
-        }
-
+        Debug.Assert(ReferenceEquals(buffer.Pool, this) && buffer.IsRented, "Only a current handle may return a buffer.");
         if (_returnNeedsWork)
         {
             PrepareReturn(buffer);
         }
 
+        // Odd to even: not rented, and every handle to it is now stale.
         buffer.Generation++;
 
-        var sizeClass = buffer.SizeClass;
-        if (sizeClass < 0)
-        {
-            // Oversize arrays are exact-size and never cached: the return is counted and the array left to the GC.
-            ref var oversize = ref GetLocalClasses()[_classCount];
-            oversize.Returns++;
-            oversize.Dropped++;
-            return;
-        }
-
-        ref var local = ref GetLocalClasses()[sizeClass];
+        ref var local = ref GetLocalClasses()[buffer.CounterRow];
         local.Returns++;
         var items = local.Items;
         var count = local.Count;
+
+        // The oversize row never has a stack, so oversize returns always take the slow path and are dropped there.
         if ((uint)count < (uint)items.Length)
         {
             items[count] = buffer;
@@ -364,7 +352,7 @@ public sealed class MessagePool
             return;
         }
 
-        ReturnToGlobal(ref local, sizeClass, buffer);
+        ReturnToGlobal(ref local, buffer);
     }
 
     /// <summary>This thread's cache in this pool, for tests: the number of buffers it holds in a class.</summary>
@@ -536,15 +524,23 @@ public sealed class MessagePool
         }
 
         local.Misses++;
-        return new PooledBuffer(this, new byte[_classBytes[sizeClass]], sizeClass, Interlocked.Increment(ref _nextId));
+        return new PooledBuffer(this, new byte[_classBytes[sizeClass]], sizeClass, sizeClass, Interlocked.Increment(ref _nextId));
     }
 
     /// <summary>
-    /// The local stack of <paramref name="sizeClass"/> is full (or not yet allocated): allocate it, or spill its older
-    /// half to the global tier, or drop the buffer when both tiers are full.
+    /// The local stack of the buffer's class is full (or not yet allocated): allocate it, or spill its older half to
+    /// the global tier, or drop the buffer when both tiers are full (always, for an oversize buffer).
     /// </summary>
-    private void ReturnToGlobal(ref LocalClass local, int sizeClass, PooledBuffer buffer)
+    private void ReturnToGlobal(ref LocalClass local, PooledBuffer buffer)
     {
+        var sizeClass = buffer.SizeClass;
+        if (sizeClass < 0)
+        {
+            // Oversize arrays are exact-size and never cached: the return is counted and the array left to the GC.
+            local.Dropped++;
+            return;
+        }
+
         if (local.Items.Length == 0 && _localCapacity > 0)
         {
             local.Items = new PooledBuffer?[_localCapacity];
@@ -610,7 +606,7 @@ public sealed class MessagePool
 
         // Above the largest class: an exact array, counted as a miss and never cached.
         GetLocalClasses()[_classCount].Misses++;
-        var buffer = new PooledBuffer(this, new byte[lengthBytes], -1, Interlocked.Increment(ref _nextId));
+        var buffer = new PooledBuffer(this, new byte[lengthBytes], -1, _classCount, Interlocked.Increment(ref _nextId));
         return HandOut(buffer, lengthBytes, owner);
     }
 
@@ -683,7 +679,7 @@ public sealed class MessagePool
             global.EnsureCapacity(count, _globalCapacity);
             for (var i = 0; i < count; i++)
             {
-                global.Items[global.Count++] = new PooledBuffer(this, new byte[_classBytes[c]], c, ++_nextId);
+                global.Items[global.Count++] = new PooledBuffer(this, new byte[_classBytes[c]], c, c, ++_nextId);
             }
 
             global.PreWarmed = count;

@@ -151,7 +151,7 @@ public readonly struct Payload : IDisposable
         }
 
         var buffer = Checked("return");
-        buffer.Pool.Return(buffer);
+        buffer.Pool.ReturnOwned(buffer);
     }
 
     /// <summary>
@@ -165,7 +165,7 @@ public readonly struct Payload : IDisposable
             return false;
         }
 
-        _buffer!.Pool.Return(_buffer);
+        _buffer!.Pool.ReturnOwned(_buffer);
         return true;
     }
 

@@ -45,9 +45,6 @@ public sealed class PoolOwnershipException : InvalidOperationException
         return new PoolOwnershipException(message) { BufferId = buffer.Id };
     }
 
-    internal static PoolOwnershipException ReturnedTwice(PooledBuffer buffer) =>
-        new($"Cannot return buffer {Describe(buffer)} twice: it is not rented (last owner '{buffer.Owner}').") { BufferId = buffer.Id };
-
     internal static PoolOwnershipException NotInLedger(PooledBuffer buffer, string poolName) =>
         new($"Cannot return buffer {Describe(buffer)} (owner '{buffer.Owner}'): the ledger of pool {poolName} does not list it as outstanding.") { BufferId = buffer.Id };
 

@@ -7,7 +7,7 @@ namespace PlayHouse.Core.Pooling;
 /// plain fields are enough for <see cref="Generation"/>, <see cref="IsRented"/> and the owner labels. The pool's
 /// own hand-offs (local cache, global tier under its lock, the checked-mode ledger under its lock) keep that rule.
 /// </remarks>
-internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass, long id)
+internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass, int counterRow, long id)
 {
     /// <summary>The pool that allocated this buffer; the only pool it may be returned to.</summary>
     public readonly MessagePool Pool = pool;
@@ -16,6 +16,9 @@ internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass
 
     /// <summary>Index of the size class, or -1 for an oversize buffer that is never cached.</summary>
     public readonly int SizeClass = sizeClass;
+
+    /// <summary>The row of the per-thread counters this buffer's rents and returns count in: the class, or the oversize row.</summary>
+    public readonly int CounterRow = counterRow;
 
     /// <summary>Pool-wide id in allocation order, for diagnostics.</summary>
     public readonly long Id = id;

@@ -80,6 +80,23 @@ public sealed class PayloadOwnershipTests
         Assert.Equal(0, nodeB.GetStatistics().Rents);
     }
 
+    [Theory]
+    [MemberData(nameof(BothModes))]
+    public void Return_ThroughPoolWithStaleHandle_ThrowsAndKeepsTheNewOwner(bool checkedMode)
+    {
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = checkedMode });
+        var stale = pool.Rent(128, "sender");
+        var current = stale.Move("receiver");
+
+        var error = Assert.Throws<PoolOwnershipException>(() => pool.Return(stale));
+
+        Assert.Contains("moved to 'receiver'", error.Message, StringComparison.Ordinal);
+        Assert.True(current.IsOwner);
+        Assert.Equal(0, pool.GetStatistics().Returns);
+        pool.Return(current);
+        PoolTestSupport.AssertBalanced(pool);
+    }
+
     [Fact]
     public void Return_OfEmptyPayload_IsANoOp()
     {
@@ -105,6 +122,7 @@ public sealed class PayloadOwnershipTests
         Assert.Contains($"#{payload.BufferId} (1024 B)", error.Message, StringComparison.Ordinal);
         Assert.Contains("already returned (last owner 'request-handler')", error.Message, StringComparison.Ordinal);
         Assert.False(payload.IsOwner);
+        Assert.Null(payload.Owner);
         Assert.Equal(1, pool.GetStatistics().Returns);
     }
 

@@ -7,17 +7,20 @@ namespace PlayHouse.Core.Tests.Pooling;
 public sealed class PoolStatisticsTests
 {
     [Theory]
-    [InlineData(false, 1UL)]
-    [InlineData(true, 2UL)]
-    [InlineData(false, 3UL)]
-    public void BalancedWorkload_RentsEqualReturnsPerClass(bool checkedMode, ulong seed)
+    [InlineData(false, 1UL, 4, 6)]
+    [InlineData(true, 2UL, 4, 6)]
+    [InlineData(false, 3UL, 1, 1)]
+    [InlineData(true, 4UL, 0, 2)]
+    [InlineData(false, 5UL, 3, 0)]
+    [InlineData(false, 6UL, 0, 0)]
+    public void BalancedWorkload_RentsEqualReturnsPerClass(bool checkedMode, ulong seed, int localCapacity, int globalCapacity)
     {
-        // Small tiers so that spills, refills and drops all happen.
+        // Small tiers so that spills, refills and drops all happen; the edge capacities (0 and 1) take other branches.
         var pool = new MessagePool(new MessagePoolOptions
         {
             CheckedMode = checkedMode,
-            LocalCacheCapacityPerClass = 4,
-            GlobalCapacityPerClass = 6,
+            LocalCacheCapacityPerClass = localCapacity,
+            GlobalCapacityPerClass = globalCapacity,
             PreWarmCountPerClass = 2,
             PreWarmMaxBytes = 4096,
         });
@@ -45,6 +48,8 @@ public sealed class PoolStatisticsTests
 
         PoolTestSupport.AssertIdentities(pool);
         Assert.Equal(held.Count, pool.GetStatistics().Outstanding);
+        Assert.All(pool.GetClassStatistics(), r => Assert.InRange(r.LocalCached, 0, localCapacity));
+        Assert.All(pool.GetClassStatistics(), r => Assert.InRange(r.GlobalCached, 0, globalCapacity));
         held.ForEach(p => p.Dispose());
 
         PoolTestSupport.AssertIdentities(pool);
