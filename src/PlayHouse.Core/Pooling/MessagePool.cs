@@ -53,6 +53,12 @@ public sealed class MessagePool
     // _octaveFirstClass[k] is the first class larger than 2^k: the class of any length in (2^k, 2^(k+1)] is at or after it.
     private readonly int[] _octaveFirstClass;
 
+    // Set when the classes are SizeClasses.Build(min, 2^_stepsPerOctaveLog2, n), the default family: the class is then
+    // computed from the length's top bits with no search. Other class lists use the octave table and a short scan.
+    private readonly bool _isLogLinear;
+    private readonly int _stepsPerOctaveLog2;
+    private readonly int _smallestClassLog2;
+
     private readonly int _localCapacity;
     private readonly int _globalCapacity;
 
@@ -87,6 +93,8 @@ public sealed class MessagePool
         _maxRentBytes = Options.MaxRentBytes;
         _pooledLimitBytes = Math.Min(_largestClassBytes, _maxRentBytes);
         _octaveFirstClass = BuildOctaveTable(_classBytes);
+        _isLogLinear = TryMatchLogLinear(_classBytes, out _stepsPerOctaveLog2);
+        _smallestClassLog2 = BitOperations.Log2((uint)_smallestClassBytes);
         _localCapacity = Options.LocalCacheCapacityPerClass;
         _globalCapacity = Options.GlobalCapacityPerClass;
         _refillCount = 1 + (_localCapacity / 2);
@@ -132,10 +140,10 @@ public sealed class MessagePool
         // The unsigned compare covers "empty" (slot -1) and lets the JIT drop the bounds check on items.
         if ((uint)slot < (uint)items.Length)
         {
+            // The slot is not cleared: entries at or above Count are dead and overwritten by the next return. A dead
+            // entry can keep a buffer that was later dropped reachable, but no more than a full stack would hold,
+            // so the memory bound per thread is unchanged and the rent saves a store.
             buffer = items[slot]!;
-
-            // Clear the slot so that a buffer later dropped to the GC is not kept alive by a stale reference.
-            items[slot] = null;
             local.Count = slot;
             local.Hits++;
         }
@@ -405,6 +413,28 @@ public sealed class MessagePool
         return table;
     }
 
+    private static bool TryMatchLogLinear(int[] classBytes, out int stepsPerOctaveLog2)
+    {
+        stepsPerOctaveLog2 = 0;
+        if (!int.IsPow2(classBytes[0]))
+        {
+            return false;
+        }
+
+        // The formula needs a whole power of two as the first class and at most that many steps per octave.
+        for (var log2 = 0; (1 << log2) <= classBytes[0] && log2 < 16; log2++)
+        {
+            var expected = SizeClasses.Build(classBytes[0], 1 << log2, classBytes.Length);
+            if (expected.AsSpan().SequenceEqual(classBytes))
+            {
+                stepsPerOctaveLog2 = log2;
+                return true;
+            }
+        }
+
+        return false;
+    }
+
     private static long ApplyMove(PooledBuffer buffer, string newOwner)
     {
         // By two, so the generation stays odd ("rented") while every older handle becomes stale.
@@ -423,8 +453,18 @@ public sealed class MessagePool
             return 0;
         }
 
-        // lengthBytes - 1 >= 1 here, so Log2 is the k with 2^k < lengthBytes <= 2^(k+1).
-        var sizeClass = _octaveFirstClass[BitOperations.Log2((uint)(lengthBytes - 1))];
+        // lengthBytes - 1 >= 1 here, so Log2 is the k with 2^k <= lengthBytes - 1 < 2^(k+1).
+        var lastByte = (uint)(lengthBytes - 1);
+        var octave = BitOperations.Log2(lastByte);
+        if (_isLogLinear)
+        {
+            // The bits just below the top bit pick the step within the octave; lengths at a step's upper edge round
+            // down to it because lastByte excludes the edge itself. The constructor checked this against the list.
+            var step = (int)(lastByte >> (octave - _stepsPerOctaveLog2)) & ((1 << _stepsPerOctaveLog2) - 1);
+            return ((octave - _smallestClassLog2) << _stepsPerOctaveLog2) + step + 1;
+        }
+
+        var sizeClass = _octaveFirstClass[octave];
         var classBytes = _classBytes;
         while (classBytes[sizeClass] < lengthBytes)
         {

@@ -75,6 +75,30 @@ public sealed class SizeClassTests
         }
     }
 
+    [Theory]
+    [InlineData(128, 4, 53)]
+    [InlineData(64, 2, 20)]
+    [InlineData(16, 1, 10)]
+    [InlineData(256, 8, 40)]
+    public void FindSizeClass_LogLinearFamilies_MatchesABinarySearchForEveryLength(int minBytes, int classesPerOctave, int count)
+    {
+        // Log-linear lists take the computed path; compare it with a search over the list for every pooled length.
+        var classes = SizeClasses.Build(minBytes, classesPerOctave, count);
+        var pool = new MessagePool(new MessagePoolOptions { SizeClassBytes = classes, MaxRentBytes = int.MaxValue });
+
+        for (var length = 0; length <= classes[^1]; length++)
+        {
+            var index = Array.BinarySearch(classes, length);
+            var expected = index >= 0 ? index : ~index;
+            if (pool.FindSizeClass(length) != expected)
+            {
+                Assert.Fail($"length {length}: expected class {expected} ({classes[expected]} B), got {pool.FindSizeClass(length)}");
+            }
+        }
+
+        Assert.Equal(-1, pool.FindSizeClass(classes[^1] + 1));
+    }
+
     [Fact]
     public void Rent_OfLength129_HasCapacityOfNextClass()
     {
