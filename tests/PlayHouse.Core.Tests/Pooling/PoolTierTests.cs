@@ -269,7 +269,7 @@ public sealed class PoolTierTests
             }
         }
 
-        const int Rounds = 3;
+        const int Rounds = 5;
         const int RentsPerRound = 1000;
         var before = pool.GetStatistics();
         var allocatedBytesPerRound = new long[Rounds];
@@ -280,10 +280,12 @@ public sealed class PoolTierTests
 
         var after = pool.GetStatistics();
 
-        // The runtime's tiered JIT may allocate a few hundred bytes once, in whichever round it promotes a method; an
-        // allocation by the pool itself would cost at least 24 B per rent in every round (96,000 B per round here).
+        // The runtime's tiered JIT may allocate a few kilobytes once, in whichever round it promotes a method (more
+        // under load, when promotion is late); an allocation by the pool itself would cost at least 24 B per
+        // operation in every round, 96,000 B here. So: one clean round, and no round near that per-operation floor.
+        var perOperationFloorBytes = 24L * RentsPerRound * lengths.Length;
         Assert.Equal(0, allocatedBytesPerRound.Min());
-        Assert.All(allocatedBytesPerRound, bytes => Assert.InRange(bytes, 0, 1024));
+        Assert.All(allocatedBytesPerRound, bytes => Assert.InRange(bytes, 0, perOperationFloorBytes / 6));
         Assert.Equal(before.Misses, after.Misses);
         Assert.Equal(before.Hits + (Rounds * RentsPerRound * lengths.Length), after.Hits);
     }
