@@ -10,7 +10,7 @@ namespace PlayHouse.Core.Pooling;
 /// </remarks>
 internal struct LocalClass
 {
-    /// <summary>The stack; entry 0 is the oldest. Empty until the class is first returned to on this thread.</summary>
+    /// <summary>The stack, of the local capacity; entry 0 is the oldest. Length 0 for the oversize row.</summary>
     public PooledBuffer?[] Items;
 
     /// <summary>Entries in use.</summary>

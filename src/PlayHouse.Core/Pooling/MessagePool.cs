@@ -558,10 +558,11 @@ public sealed class MessagePool
             if (classes is null)
             {
                 classes = new LocalClass[_classCount + 1];
+                // Stacks are allocated up front (classes x capacity references, about 7 KB with the defaults) so that
+                // the first return of each class already takes the fast path. The oversize row never gets one.
                 for (var c = 0; c < classes.Length; c++)
                 {
-                    // Stacks are allocated on a class's first return on this thread, so unused classes cost nothing.
-                    classes[c].Items = [];
+                    classes[c].Items = c < _classCount && _localCapacity > 0 ? new PooledBuffer?[_localCapacity] : [];
                 }
 
                 locals[index] = classes;
@@ -590,10 +591,6 @@ public sealed class MessagePool
             if (take > 0)
             {
                 var moved = take - 1;
-                if (moved > 0 && local.Items.Length == 0)
-                {
-                    local.Items = new PooledBuffer?[_localCapacity];
-                }
 
                 // The renter gets the most recently pushed buffer; the rest half-fill the (empty) local stack.
                 var top = global.Count - 1;
@@ -618,8 +615,8 @@ public sealed class MessagePool
     }
 
     /// <summary>
-    /// The local stack of the buffer's class is full (or not yet allocated): allocate it, or spill its older half to
-    /// the global tier, or drop the buffer when both tiers are full (always, for an oversize buffer).
+    /// The local stack of the buffer's class is full: spill its older half to the global tier, or drop the buffer
+    /// when both tiers are full (always, for an oversize buffer).
     /// </summary>
     private void ReturnToGlobal(ref LocalClass local, PooledBuffer buffer)
     {
@@ -628,14 +625,6 @@ public sealed class MessagePool
         {
             // Oversize arrays are exact-size and never cached: the return is counted and the array left to the GC.
             local.Dropped++;
-            return;
-        }
-
-        if (local.Items.Length == 0 && _localCapacity > 0)
-        {
-            local.Items = new PooledBuffer?[_localCapacity];
-            local.Items[0] = buffer;
-            local.Count = 1;
             return;
         }
 
