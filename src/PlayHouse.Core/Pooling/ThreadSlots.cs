@@ -8,7 +8,9 @@ namespace PlayHouse.Core.Pooling;
 /// Thread-safe. The index is read from a <c>[ThreadStatic]</c> field (no lock, no allocation after the first call on
 /// a thread). A finalizable lease, referenced only from the thread's own static storage, becomes unreachable when the
 /// thread exits; its finalizer puts the index back under the lock, so a later thread that takes the index (under the
-/// same lock) happens-after everything the dead thread did and may adopt the caches it left behind.
+/// same lock) happens-after everything the dead thread did and may adopt the caches it left behind. Until then a dead
+/// thread's caches stay in each pool's array: their buffers are held (at most the local capacity per class) and their
+/// counters still count, so statistics stay exact across thread churn.
 /// </remarks>
 internal static class ThreadSlots
 {
