@@ -404,7 +404,7 @@ public sealed class MessagePool
         ArgumentOutOfRangeException.ThrowIfNegative(options.PreWarmCountPerClass, nameof(options.PreWarmCountPerClass));
         ArgumentOutOfRangeException.ThrowIfNegative(options.MaxRentBytes, nameof(options.MaxRentBytes));
 
-        // A thread's cache is one flat array of classes x capacity references.
+        // Each thread allocates classes x capacity stack slots up front; refuse a product that overflows.
         _ = checked(classBytes.Length * options.LocalCacheCapacityPerClass);
     }
 
@@ -566,6 +566,7 @@ public sealed class MessagePool
             if (classes is null)
             {
                 classes = new LocalClass[_classCount + 1];
+
                 // Stacks are allocated up front (classes x capacity references, about 7 KB with the defaults) so that
                 // the first return of each class already takes the fast path. The oversize row never gets one.
                 for (var c = 0; c < classes.Length; c++)

@@ -87,6 +87,22 @@ public sealed class PoolStatisticsTests
     }
 
     [Fact]
+    public void GetStatistics_AfterFirstCall_AllocatesNothing()
+    {
+        // Checkers may read the totals after every simulated step, so reading them must not feed the GC.
+        var pool = new MessagePool();
+        pool.Rent(100, "x").Dispose();
+        var first = pool.GetStatistics();
+
+        var allocatedBefore = GC.GetAllocatedBytesForCurrentThread();
+        var second = pool.GetStatistics();
+        var allocatedBytes = GC.GetAllocatedBytesForCurrentThread() - allocatedBefore;
+
+        Assert.Equal(0, allocatedBytes);
+        Assert.Equal(first, second);
+    }
+
+    [Fact]
     public void Statistics_OfNewPool_AreZeroWithFullHitRate()
     {
         var pool = new MessagePool();
