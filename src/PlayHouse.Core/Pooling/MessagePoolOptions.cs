@@ -3,13 +3,16 @@ namespace PlayHouse.Core.Pooling;
 /// <summary>Sizing and checking options of a <see cref="MessagePool"/>.</summary>
 public sealed record MessagePoolOptions
 {
-    /// <summary>Keep a ledger of outstanding buffers with owners; on in tests and simulation.</summary>
+    /// <summary>
+    /// Keep a ledger of outstanding buffers with owners and poison returned buffers with <see cref="PoisonByte"/>;
+    /// on in tests and simulation. Rent, move and return then take one lock.
+    /// </summary>
     public bool CheckedMode { get; init; }
 
     /// <summary>Ascending buffer sizes, one per class. Defaults to <see cref="SizeClasses.Default"/>.</summary>
     public IReadOnlyList<int> SizeClassBytes { get; init; } = SizeClasses.Default;
 
-    /// <summary>Buffers kept per size class in each executor's (thread's) cache.</summary>
+    /// <summary>Buffers kept per size class in each executor's (thread's) cache; 0 sends every return to the global tier.</summary>
     public int LocalCacheCapacityPerClass { get; init; } = 16;
 
     /// <summary>Buffers kept per size class in the shared tier; returns beyond it are dropped to the GC.</summary>
@@ -23,4 +26,16 @@ public sealed record MessagePoolOptions
 
     /// <summary>The largest single rent accepted, pooled or not.</summary>
     public int MaxRentBytes { get; init; } = 16 * 1024 * 1024;
+
+    /// <summary>
+    /// Zero a buffer's whole capacity when it is returned, so message bytes never linger in the pool. Off by default
+    /// for speed. In checked mode returned buffers are poisoned instead, and zeroed when they are rented again.
+    /// </summary>
+    public bool ClearOnReturn { get; init; }
+
+    /// <summary>A label for error messages, e.g. the simulated node that owns the pool.</summary>
+    public string? Name { get; init; }
+
+    /// <summary>The byte that checked mode writes over a returned buffer, so use-after-return shows in dumps.</summary>
+    public const byte PoisonByte = 0xDD;
 }

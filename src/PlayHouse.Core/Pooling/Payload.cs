@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace PlayHouse.Core.Pooling;
 
 /// <summary>
@@ -6,12 +8,17 @@ namespace PlayHouse.Core.Pooling;
 /// buffer once; any use of a stale handle (after Move or Dispose) throws <see cref="PoolOwnershipException"/>
 /// naming the buffer and its last owner.
 /// </summary>
+/// <remarks>
+/// Not thread-safe: a payload has one owner at a time, and the owner hands it to another thread only through
+/// something that gives happens-before (a queue, a lock). The stale-handle check is a generation comparison and
+/// stays on in every mode.
+/// </remarks>
 public readonly struct Payload : IDisposable
 {
     private readonly PooledBuffer? _buffer;
-    private readonly int _generation;
+    private readonly long _generation;
 
-    internal Payload(PooledBuffer buffer, int generation)
+    internal Payload(PooledBuffer buffer, long generation)
     {
         _buffer = buffer;
         _generation = generation;
@@ -30,18 +37,66 @@ public readonly struct Payload : IDisposable
     /// <summary>The pool-wide id of the buffer, for diagnostics; 0 for the empty payload.</summary>
     public long BufferId => _buffer?.Id ?? 0;
 
-    /// <summary>The label of the current owner, for diagnostics.</summary>
-    public string? Owner => _buffer?.Owner;
+    /// <summary>The label of the buffer's current owner, for diagnostics; null when empty or returned.</summary>
+    public string? Owner => _buffer is { IsRented: true } ? _buffer.Owner : null;
 
-    public ReadOnlySpan<byte> Span => _buffer is null ? [] : Checked("read").Array.AsSpan(0, _buffer.Length);
+    public ReadOnlySpan<byte> Span
+    {
+        get
+        {
+            if (_buffer is null)
+            {
+                return [];
+            }
 
-    public ReadOnlyMemory<byte> Memory => _buffer is null ? ReadOnlyMemory<byte>.Empty : Checked("read").Array.AsMemory(0, _buffer.Length);
+            var buffer = Checked("read");
+            return buffer.Array.AsSpan(0, buffer.Length);
+        }
+    }
+
+    public ReadOnlyMemory<byte> Memory
+    {
+        get
+        {
+            if (_buffer is null)
+            {
+                return ReadOnlyMemory<byte>.Empty;
+            }
+
+            var buffer = Checked("read");
+            return buffer.Array.AsMemory(0, buffer.Length);
+        }
+    }
 
     /// <summary>The writable bytes; only the owner may write.</summary>
-    public Span<byte> WritableSpan => _buffer is null ? [] : Checked("write").Array.AsSpan(0, _buffer.Length);
+    public Span<byte> WritableSpan
+    {
+        get
+        {
+            if (_buffer is null)
+            {
+                return [];
+            }
+
+            var buffer = Checked("write");
+            return buffer.Array.AsSpan(0, buffer.Length);
+        }
+    }
 
     /// <summary>The writable bytes as memory, for socket sends and receives.</summary>
-    public Memory<byte> WritableMemory => _buffer is null ? Memory<byte>.Empty : Checked("write").Array.AsMemory(0, _buffer.Length);
+    public Memory<byte> WritableMemory
+    {
+        get
+        {
+            if (_buffer is null)
+            {
+                return Memory<byte>.Empty;
+            }
+
+            var buffer = Checked("write");
+            return buffer.Array.AsMemory(0, buffer.Length);
+        }
+    }
 
     /// <summary>The whole capacity of the underlying array (at least <see cref="Length"/>).</summary>
     public int Capacity => _buffer is null ? 0 : Checked("read Capacity").Array.Length;
@@ -76,9 +131,15 @@ public readonly struct Payload : IDisposable
             return default;
         }
 
-        var buffer = Checked($"move to '{newOwner}'");
-        buffer.Pool.NoteMove(buffer, newOwner);
-        return new Payload(buffer, buffer.Generation);
+        var buffer = _buffer;
+        if (buffer.Generation != _generation)
+        {
+            // The message is built only on failure, so a successful move allocates nothing.
+            ThrowStale(buffer, _generation, "move", $" to '{newOwner}'");
+        }
+
+        var generation = buffer.Pool.NoteMove(buffer, newOwner);
+        return new Payload(buffer, generation);
     }
 
     /// <summary>Returns the buffer to its pool; the handle and all its copies become stale.</summary>
@@ -90,7 +151,7 @@ public readonly struct Payload : IDisposable
         }
 
         var buffer = Checked("return");
-        buffer.Pool.Return(buffer);
+        buffer.Pool.ReturnOwned(buffer);
     }
 
     /// <summary>
@@ -104,20 +165,32 @@ public readonly struct Payload : IDisposable
             return false;
         }
 
-        _buffer!.Pool.Return(_buffer);
+        _buffer!.Pool.ReturnOwned(_buffer);
         return true;
     }
 
     public override string ToString() => _buffer is null ? "Payload(empty)" : $"Payload(#{_buffer.Id}, {_buffer.Length} B, owner '{_buffer.Owner}')";
 
+    /// <summary>The buffer behind a non-empty handle, for the pool's own checks (which pool, which generation).</summary>
+    internal PooledBuffer? Buffer => _buffer;
+
+    internal long Generation => _generation;
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private PooledBuffer Checked(string action)
     {
         var buffer = _buffer!;
-        if (buffer.Generation != _generation || !buffer.IsRented)
+
+        // Every rent, move and return bumps the generation, so an equal generation also means "rented".
+        if (buffer.Generation != _generation)
         {
-            throw PoolOwnershipException.StaleHandle(buffer, action);
+            ThrowStale(buffer, _generation, action);
         }
 
         return buffer;
     }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowStale(PooledBuffer buffer, long generation, string action, string? target = null) =>
+        throw PoolOwnershipException.StaleHandle(buffer, generation, action, target);
 }

@@ -1,26 +1,49 @@
 namespace PlayHouse.Core.Pooling;
 
 /// <summary>One pooled array and its ownership state. The pool keeps these; users hold <see cref="Payload"/> handles.</summary>
-internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass, long id)
+/// <remarks>
+/// Not synchronised. A buffer has one owner at a time, and a buffer (or a <see cref="Payload"/> naming it) passes
+/// between threads only through something that gives happens-before (a queue, a lock, a thread start or join), so
+/// plain fields are enough for <see cref="Generation"/>, <see cref="IsRented"/> and the owner labels. The pool's
+/// own hand-offs (local cache, global tier under its lock, the checked-mode ledger under its lock) keep that rule.
+/// </remarks>
+internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass, int counterRow, long id)
 {
-    public MessagePool Pool { get; } = pool;
+    /// <summary>The pool that allocated this buffer; the only pool it may be returned to.</summary>
+    public readonly MessagePool Pool = pool;
 
-    public byte[] Array { get; } = array;
+    public readonly byte[] Array = array;
 
     /// <summary>Index of the size class, or -1 for an oversize buffer that is never cached.</summary>
-    public int SizeClass { get; } = sizeClass;
+    public readonly int SizeClass = sizeClass;
 
-    public long Id { get; } = id;
+    /// <summary>The row of the per-thread counters this buffer's rents and returns count in: the class, or the oversize row.</summary>
+    public readonly int CounterRow = counterRow;
 
-    public int Length { get; set; }
+    /// <summary>Pool-wide id in allocation order, for diagnostics.</summary>
+    public readonly long Id = id;
 
-    /// <summary>Bumped on every Move and Return so that older handles become stale.</summary>
-    public int Generation { get; set; }
+    /// <summary>The visible length of the current rent.</summary>
+    public int Length;
 
-    public bool IsRented { get; set; }
+    /// <summary>
+    /// Bumped on every rent (to odd), move (by two, staying odd) and return (to even), so that older handles become
+    /// stale and an odd value means "rented". It is 64-bit so that it cannot wrap back to the value an old handle
+    /// holds; the handle stays 16 bytes either way because of padding.
+    /// </summary>
+    public long Generation;
 
-    public string? Owner { get; set; }
+    /// <summary>The generation at the start of the current (or last) rent; tells "moved" from "re-rented" in errors.</summary>
+    public long RentGeneration;
 
-    /// <summary>The owner at the moment of the last return, kept to name it in use-after-return errors.</summary>
-    public string? LastOwner { get; set; }
+    /// <summary>
+    /// The owner label while rented; after a return it still names the last owner (clearing it would cost a store per
+    /// return for nothing: a returned buffer's owner is never shown as current).
+    /// </summary>
+    public string? Owner;
+
+    /// <summary>The owner before the current rent; recorded in checked mode only, to name it in re-rent errors.</summary>
+    public string? PreviousOwner;
+
+    public bool IsRented => (Generation & 1) != 0;
 }

@@ -1,0 +1,93 @@
+using PlayHouse.Core.Pooling;
+
+namespace PlayHouse.Core.Tests.Pooling;
+
+/// <summary>The checked-mode ledger: outstanding buffers with owners, and leak reports that name them.</summary>
+public sealed class PoolLedgerTests
+{
+    [Fact]
+    public void ThrowIfLeaks_NamesLeakedBufferSizeAndOwner()
+    {
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, Name = "play-1" });
+        var returned = pool.Rent(100, "returned");
+        var leaked = pool.Rent(3000, "stage-42").Move("stage-42/handler");
+        returned.Dispose();
+
+        var error = Assert.Throws<PoolOwnershipException>(pool.ThrowIfLeaks);
+
+        Assert.Contains($"#{leaked.BufferId} (3072 B, length 3000 B, owner 'stage-42/handler')", error.Message, StringComparison.Ordinal);
+        Assert.Contains("1 pooled buffer(s) leaked", error.Message, StringComparison.Ordinal);
+        Assert.Contains("'play-1'", error.Message, StringComparison.Ordinal);
+        Assert.DoesNotContain("'returned'", error.Message, StringComparison.Ordinal);
+        Assert.Equal(leaked.BufferId, error.BufferId);
+
+        leaked.Dispose();
+        pool.ThrowIfLeaks();
+        Assert.Empty(pool.GetOutstanding());
+    }
+
+    [Fact]
+    public void ThrowIfLeaks_WithManyLeaks_NamesTheFirstTenAndCountsTheRest()
+    {
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        var leaked = Enumerable.Range(0, 12).Select(i => pool.Rent(10, $"owner-{i}")).ToArray();
+
+        var error = Assert.Throws<PoolOwnershipException>(pool.ThrowIfLeaks);
+
+        Assert.Contains("12 pooled buffer(s) leaked", error.Message, StringComparison.Ordinal);
+        Assert.Contains("'owner-9'", error.Message, StringComparison.Ordinal);
+        Assert.DoesNotContain("'owner-10'", error.Message, StringComparison.Ordinal);
+        Assert.Contains("and 2 more", error.Message, StringComparison.Ordinal);
+        Array.ForEach(leaked, p => p.Dispose());
+    }
+
+    [Fact]
+    public void GetOutstanding_ListsBuffersInRentOrderWithCurrentOwners()
+    {
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        var first = pool.Rent(10, "a");
+        var second = pool.Rent(2000, "b");
+        var third = pool.Rent(2_000_000, "c").Move("d");
+
+        var outstanding = pool.GetOutstanding();
+
+        Assert.Equal(
+            [
+                new OutstandingBuffer(first.BufferId, 128, 10, "a"),
+                new OutstandingBuffer(second.BufferId, 2048, 2000, "b"),
+                new OutstandingBuffer(third.BufferId, 2_000_000, 2_000_000, "d"),
+            ],
+            outstanding);
+        Assert.Equal(outstanding.Count, pool.GetStatistics().Outstanding);
+
+        second.Dispose();
+        Assert.Equal([first.BufferId, third.BufferId], pool.GetOutstanding().Select(b => b.BufferId));
+        Assert.Equal(2, pool.GetStatistics().Outstanding);
+        first.Dispose();
+        third.Dispose();
+    }
+
+    [Fact]
+    public void GetOutstanding_Unchecked_ThrowsBecauseThereIsNoLedger()
+    {
+        var pool = new MessagePool();
+
+        var error = Assert.Throws<InvalidOperationException>(() => pool.GetOutstanding());
+
+        Assert.Contains("CheckedMode", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void ThrowIfLeaks_Unchecked_CountsLeaksWithoutNames()
+    {
+        var pool = new MessagePool();
+        var leaked = pool.Rent(10, "leaker");
+
+        var error = Assert.Throws<PoolOwnershipException>(pool.ThrowIfLeaks);
+
+        Assert.Contains("1 pooled buffer(s) leaked", error.Message, StringComparison.Ordinal);
+        Assert.Contains("CheckedMode", error.Message, StringComparison.Ordinal);
+        leaked.Dispose();
+        pool.ThrowIfLeaks();
+    }
+}
