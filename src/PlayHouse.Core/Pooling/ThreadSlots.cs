@@ -14,10 +14,10 @@ namespace PlayHouse.Core.Pooling;
 /// </remarks>
 internal static class ThreadSlots
 {
-    private static readonly Lock _gate = new();
+    private static readonly Lock Gate = new();
 
     // Smallest index first, so that the per-pool arrays stay as short as the number of live threads.
-    private static readonly PriorityQueue<int, int> _freeIndexes = new();
+    private static readonly PriorityQueue<int, int> FreeIndexes = new();
 
     private static int _nextIndex;
 
@@ -40,9 +40,9 @@ internal static class ThreadSlots
         }
 
         int index;
-        lock (_gate)
+        lock (Gate)
         {
-            index = _freeIndexes.TryDequeue(out var reused, out _) ? reused : _nextIndex++;
+            index = FreeIndexes.TryDequeue(out var reused, out _) ? reused : _nextIndex++;
         }
 
         _lease = new Lease(index);
@@ -55,7 +55,7 @@ internal static class ThreadSlots
     {
         get
         {
-            lock (_gate)
+            lock (Gate)
             {
                 return _nextIndex;
             }
@@ -64,9 +64,9 @@ internal static class ThreadSlots
 
     private static void Release(int index)
     {
-        lock (_gate)
+        lock (Gate)
         {
-            _freeIndexes.Enqueue(index, index);
+            FreeIndexes.Enqueue(index, index);
         }
     }
 
