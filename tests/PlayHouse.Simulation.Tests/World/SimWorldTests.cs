@@ -1,0 +1,101 @@
+namespace PlayHouse.Simulation.Tests.World;
+
+public sealed class SimWorldTests
+{
+    [Fact]
+    public void WorkScheduledFromAnotherThread_IsRecordedAsAnEscapeAndNotRun()
+    {
+        var world = new SimWorld(1);
+        var ran = false;
+        var thread = new Thread(() => world.Executor.Schedule(new Work(() => ran = true)));
+        thread.Start();
+        thread.Join();
+        world.RunUntilQuiet();
+
+        var escape = Assert.Single(world.Escapes);
+        Assert.Contains("escaped", escape, StringComparison.Ordinal);
+        Assert.False(ran);
+    }
+
+    [Fact]
+    public async Task ContinuationOfARealTimer_IsCaughtAsAnEscape()
+    {
+        var world = new SimWorld(1);
+        var escaped = new TaskCompletionSource();
+
+        // The world runs on a dedicated thread, so the ThreadPool continuation cannot land on its owner thread.
+        var owner = new Thread(() =>
+        {
+            world.BindToCurrentThread();
+            world.ScheduleAt(0, new Work(() => _ = EscapeAsync(world, escaped)));
+            world.RunUntilQuiet();
+        });
+        owner.Start();
+        owner.Join();
+        await escaped.Task.WaitAsync(TimeSpan.FromSeconds(30));
+
+        Assert.NotEmpty(world.Escapes);
+        Assert.Contains("real timer", world.Escapes[0], StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void EventsAtTheSameInstant_RunInScheduleOrder_UnlessExplorationIsOn()
+    {
+        static string Order(SimWorld world)
+        {
+            var order = new List<int>();
+            for (var i = 0; i < 8; i++)
+            {
+                var n = i;
+                world.ScheduleAt(100, new Work(() => order.Add(n)));
+            }
+
+            world.RunUntilQuiet();
+            return string.Join(",", order);
+        }
+
+        var fifo = Order(new SimWorld(5));
+        var explored = Order(new SimWorld(5, new SimWorldOptions { ExploreSchedules = true }));
+        var exploredAgain = Order(new SimWorld(5, new SimWorldOptions { ExploreSchedules = true }));
+
+        Assert.Equal("0,1,2,3,4,5,6,7", fifo);
+        Assert.NotEqual(fifo, explored);
+        Assert.Equal(explored, exploredAgain);
+    }
+
+    [Fact]
+    public void Time_JumpsToTheNextEvent_AndTimersFireAtTheirExactInstant()
+    {
+        var world = new SimWorld(1);
+        var fired = new List<long>();
+        using var timer = world.Time.CreateTimer(_ => fired.Add(world.NowTicks), null, TimeSpan.FromSeconds(3), TimeSpan.FromSeconds(2));
+        world.RunUntil(TimeSpan.FromSeconds(8).Ticks);
+
+        Assert.Equal([TimeSpan.FromSeconds(3).Ticks, TimeSpan.FromSeconds(5).Ticks, TimeSpan.FromSeconds(7).Ticks], fired);
+        Assert.Equal(TimeSpan.FromSeconds(8).Ticks, world.NowTicks);
+    }
+
+    [Fact]
+    public void ChildSeeds_AreDrawnDeterministically()
+    {
+        var a = new SimWorld(99);
+        var b = new SimWorld(99);
+
+        Assert.Equal(a.NextChildSeed(), b.NextChildSeed());
+        Assert.Equal(a.NextChildSeed(), b.NextChildSeed());
+        Assert.NotEqual(new SimWorld(99).NextChildSeed(), new SimWorld(100).NextChildSeed());
+    }
+
+    private static async Task EscapeAsync(SimWorld world, TaskCompletionSource escaped)
+    {
+        // A real timer with ConfigureAwait(false): the continuation runs on the ThreadPool, outside the world.
+        await Task.Delay(TimeSpan.FromMilliseconds(1), TimeProvider.System).ConfigureAwait(false);
+        world.Executor.Schedule(new Work(() => { }));
+        escaped.SetResult();
+    }
+
+    private sealed class Work(Action action) : IThreadPoolWorkItem
+    {
+        public void Execute() => action();
+    }
+}
