@@ -29,7 +29,7 @@ public static class SimCli
         ArgumentNullException.ThrowIfNull(error);
         var clock = StopwatchWallClock.StartNew();
         IRunView view = interactive
-            ? new SpectreView(AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output) }), clock)
+            ? new SpectreView(AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output) }), output, clock)
             : new PlainView(output, clock);
         var root = new CliCommands(view, clock).Build();
         var parse = root.Parse(args);

@@ -63,9 +63,10 @@ internal sealed class PlainView(TextWriter output, IWallClock clock) : IRunView
 
 /// <summary>Spectre.Console on a terminal: a live progress bar during runs and tables for reports and lists.</summary>
 /// <remarks>Spectre refreshes the progress display on its own thread; the simulation itself stays on the calling thread.</remarks>
-internal sealed class SpectreView(IAnsiConsole console, IWallClock clock) : IRunView
+internal sealed class SpectreView(IAnsiConsole console, TextWriter output, IWallClock clock) : IRunView
 {
-    public void Line(string text) => console.WriteLine(text);
+    // Straight to the writer: Spectre would wrap long lines (banners, replay commands) at the console width.
+    public void Line(string text) => output.WriteLine(text);
 
     public SimReport Run(string title, Func<Action<RunProgress>, SimReport> run)
     {
@@ -116,7 +117,7 @@ internal sealed class SpectreView(IAnsiConsole console, IWallClock clock) : IRun
         console.Write(table);
         if (replay is not null)
         {
-            console.WriteLine("replay=" + replay);
+            Line("replay=" + replay);
         }
     }
 
