@@ -184,7 +184,12 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
             }
             else
             {
-                view.Table(["scenario", "description", "defaults"], [.. scenarios.Select(s => (IReadOnlyList<string>)[s.Name, s.Description, DefaultsBanner(s.Defaults)])]);
+                // A terminal table stays readable with only what each scenario changes; the shared rest follows once.
+                var common = new SimOptions().ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+                view.Table(
+                    ["scenario", "description", "defaults that differ from the common ones"],
+                    [.. scenarios.Select(s => (IReadOnlyList<string>)[s.Name, s.Description, string.Join(' ', s.Defaults.ToKeyValues().Where(kv => kv.Key != "scenario" && common[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}"))])]);
+                view.Line("common defaults: " + string.Join(' ', new SimOptions().ToKeyValues().Where(kv => kv.Key != "scenario").Select(kv => $"{kv.Key}={kv.Value}")));
             }
 
             return 0;

@@ -48,9 +48,10 @@ public static class SimCli
             error.WriteLine("error: " + CliInputs.OneLine(ex.Message));
             return UsageErrorExitCode;
         }
-        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+        catch (Exception ex) when (ex is not OutOfMemoryException)
         {
-            error.WriteLine("error: " + CliInputs.OneLine(ex.Message));
+            // Runs report their own crashes; this is the runner failing around them (a full disk, a bug here).
+            error.WriteLine($"error: {ex.GetType().Name}: {CliInputs.OneLine(ex.Message)}");
             return InternalErrorExitCode;
         }
     }

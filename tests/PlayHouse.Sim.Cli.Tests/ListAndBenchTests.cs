@@ -20,6 +20,20 @@ public sealed class ListAndBenchTests
     }
 
     [Fact]
+    public void List_Interactive_TabulatesEveryScenarioAndTheCommonDefaults()
+    {
+        var result = CliHarness.Run(interactive: true, "list");
+
+        Assert.Equal(0, result.ExitCode);
+        foreach (var name in ScenarioCatalog.Names)
+        {
+            Assert.Contains(name, result.Output, StringComparison.Ordinal);
+        }
+
+        Assert.Contains(result.Lines, l => l.StartsWith("common defaults: playServers=", StringComparison.Ordinal));
+    }
+
+    [Fact]
     public void BenchSim_TinySize_PrintsEveryKey()
     {
         var result = CliHarness.Run("bench", "sim", "--requests", "400", "--clients", "8");
