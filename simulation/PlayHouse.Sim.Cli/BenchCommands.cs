@@ -1,0 +1,249 @@
+using System.CommandLine;
+using System.Globalization;
+using System.Runtime;
+using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Simulation.Runs;
+
+namespace PlayHouse.Sim.Cli;
+
+/// <summary>
+/// <c>bench sim</c>: simulated round trips per wall second through the full core with the fault network active,
+/// against a bare event loop doing the same hops in the same process. <c>bench scale</c>: 10,000 clients x 100 requests.
+/// </summary>
+/// <remarks>
+/// Method (seed 003): the two sides alternate which goes first over an even number of repeats (at least four) and the
+/// ratio reported is the median of the per-repeat ratios, so warm-up, turbo and GC drift hit both sides alike.
+/// Not thread-safe; everything runs on the calling thread.
+/// </remarks>
+internal sealed class BenchCommands(IRunView view, IWallClock clock)
+{
+    private const int RepeatsMin = 4;
+    private const double ScaleBudgetWallSeconds = 10;
+
+    public Command Build()
+    {
+        var bench = new Command("bench", "Benchmarks of the simulator (numbers for the README; nothing is asserted).");
+        bench.Subcommands.Add(SimCommand());
+        bench.Subcommands.Add(ScaleCommand());
+        return bench;
+    }
+
+    /// <summary>The simulated side of <c>bench sim</c>: an echo with 1% loss, latency jitter, split segments and many clients.</summary>
+    internal static SimOptions SimBenchOptions(long requests, int clients) => ScenarioCatalog.Create("echo").Defaults with
+    {
+        Clients = clients,
+        Stages = 4,
+        InFlight = 4,
+        RequestsPerClient = (int)Math.Max(1, (requests + clients - 1) / clients),
+        LossPercent = 1,
+        LatencyShape = Simulation.Network.LatencyShape.Uniform,
+        LatencyMsMin = 1,
+        LatencyMsMean = 5,
+        LatencyMsMax = 20,
+        SplitPercent = 10,
+    };
+
+    private Command SimCommand()
+    {
+        var requests = new Option<long>("--requests") { Description = "Round trips per side per repeat.", DefaultValueFactory = _ => 1_000_000 };
+        var seconds = new Option<double>("--seconds") { Description = "Keep adding pairs of repeats until this many wall seconds have passed (at least 4 repeats run).", DefaultValueFactory = _ => 0 };
+        var clients = new Option<int>("--clients") { Description = "Simulated clients (the bare loop mirrors them).", DefaultValueFactory = _ => 100 };
+        var seed = new Option<ulong>("--seed") { Description = "Seed of the simulated runs and the bare loop's PRNG.", DefaultValueFactory = _ => 1 };
+        var checkEvery = CheckEveryOption();
+        var command = new Command("sim", "Simulated round trips per wall second through the full core (echo, 1% loss, jitter, split segments) against a bare PriorityQueue+Queue loop doing the same hops.")
+        {
+            requests, seconds, clients, seed, checkEvery,
+        };
+        command.SetAction(parse =>
+        {
+            var requestCount = parse.GetValue(requests);
+            var clientCount = parse.GetValue(clients);
+            var checkEveryEvents = parse.GetValue(checkEvery);
+            if (requestCount < 1 || clientCount < 1 || checkEveryEvents < 1)
+            {
+                throw new UsageException("--requests, --clients and --check-every must be at least 1.");
+            }
+
+            return RunSimBench(SimBenchOptions(requestCount, clientCount), parse.GetValue(seed), parse.GetValue(seconds), checkEveryEvents);
+        });
+        return command;
+    }
+
+    private Command ScaleCommand()
+    {
+        var sets = new Option<string[]>("--set") { Description = "Overrides on top of the scale run's options (key=value).", AllowMultipleArgumentsPerToken = true };
+        var seed = new Option<ulong>("--seed") { Description = "Seed of the run.", DefaultValueFactory = _ => 1 };
+        var checkEvery = CheckEveryOption();
+        var command = new Command("scale", $"10,000 simulated clients x 100 requests with latency and 1% loss (echo); prints wall and virtual seconds and the outcome (budget {ScaleBudgetWallSeconds} s wall, reported, not asserted).")
+        {
+            sets, seed, checkEvery,
+        };
+        command.SetAction(parse =>
+        {
+            var scenario = ScenarioCatalog.Create("echo");
+            var defaults = scenario.Defaults;
+            var scale = CliInputs.ApplySets(defaults, ["clients=10000", "requestsPerClient=100", "lossPercent=1", "stages=8"]);
+            var options = CliInputs.ApplySets(scale, parse.GetValue(sets));
+            var runSeed = parse.GetValue(seed);
+            var checkEveryEvents = parse.GetValue(checkEvery);
+            if (checkEveryEvents < 1)
+            {
+                throw new UsageException("--check-every must be at least 1.");
+            }
+
+            view.Line(options.ToBanner(runSeed));
+            var report = view.Run("scale", progress => SimRunner.Run(scenario, runSeed, options, new RunSettings
+            {
+                Progress = progress,
+                ProgressEvents = 20_000,
+                WallClock = clock,
+                CheckEveryEvents = checkEveryEvents,
+            }));
+            report = report with { ReplayArguments = CliInputs.ReplayArguments(options, runSeed, defaults) };
+            var wall = report.WallSeconds ?? 0;
+            view.Line(Invariant($"scale.clients={options.Clients}"));
+            view.Line(Invariant($"scale.requestsPerClient={options.RequestsPerClient}"));
+            view.Line(Invariant($"scale.roundTrips={report.RequestsSucceeded}"));
+            view.Line(Invariant($"scale.events={report.Events}"));
+            view.Line(Invariant($"scale.wallSeconds={wall:0.###}"));
+            view.Line(Invariant($"scale.virtualSeconds={report.VirtualSeconds:0.###}"));
+            view.Line(Invariant($"scale.roundTripsPerSecond={(wall > 0 ? report.RequestsSucceeded / wall : 0):0}"));
+            view.Line(Invariant($"scale.budgetWallSeconds={ScaleBudgetWallSeconds}"));
+            view.Line(Invariant($"scale.withinBudget={(wall <= ScaleBudgetWallSeconds ? "true" : "false")}"));
+            view.Line(Invariant($"scale.outcome={report.Outcome}"));
+            view.Line(Invariant($"processors={Environment.ProcessorCount}"));
+            view.Line("gc=" + GcMode());
+            view.Report(report);
+            return report.ExitCode;
+        });
+        return command;
+    }
+
+    private static Option<int> CheckEveryOption() => new("--check-every")
+    {
+        Description = "Events between the checkers' per-step checks on the simulated side (1 = after every event, as a normal run).",
+        DefaultValueFactory = _ => 1,
+    };
+
+    private int RunSimBench(SimOptions options, ulong seed, double secondsMin, int checkEveryEvents)
+    {
+        var bare = new BareLoopOptions
+        {
+            Clients = options.Clients,
+            Stages = options.Stages,
+            InFlight = options.InFlight,
+            RequestsPerClient = options.RequestsPerClient,
+            MessageBytes = options.MessageBytes,
+            Latency = options.ToPathOptions().Latency,
+            LossProbability = options.LossPercent / 100,
+            RetransmitDelay = options.ToPathOptions().RetransmitDelay,
+            Seed = seed,
+        };
+        view.Line(options.ToBanner(seed));
+        view.Line(Invariant($"requests={(long)options.Clients * options.RequestsPerClient}"));
+        var simRates = new List<double>();
+        var bareRates = new List<double>();
+        var ratios = new List<double>();
+        var simBytes = new List<double>();
+        var bareBytes = new List<double>();
+        var started = clock.Elapsed;
+        SimReport? failed = null;
+        for (var repeat = 0; repeat < RepeatsMin || repeat % 2 != 0 || (clock.Elapsed - started).TotalSeconds < secondsMin; repeat++)
+        {
+            // Even repeats run the simulation first, odd ones the bare loop first.
+            var simFirst = repeat % 2 == 0;
+            var bareSide = default(Measurement);
+            if (!simFirst)
+            {
+                bareSide = MeasureBare(bare);
+            }
+
+            var (simSide, report) = MeasureSim(options, seed, checkEveryEvents);
+            if (simFirst)
+            {
+                bareSide = MeasureBare(bare);
+            }
+
+            if (!report.Passed)
+            {
+                failed = report;
+                break;
+            }
+
+            simRates.Add(simSide.RoundTripsPerSecond);
+            bareRates.Add(bareSide.RoundTripsPerSecond);
+            ratios.Add(simSide.RoundTripsPerSecond / bareSide.RoundTripsPerSecond);
+            simBytes.Add(simSide.BytesPerRoundTrip);
+            bareBytes.Add(bareSide.BytesPerRoundTrip);
+            view.Line(Invariant(
+                $"repeat.{repeat + 1}=order:{(simFirst ? "sim-first" : "bare-first")} sim.roundTripsPerSecond={simSide.RoundTripsPerSecond:0} bare.roundTripsPerSecond={bareSide.RoundTripsPerSecond:0} ratio={ratios[^1]:0.0000} sim.bytesPerMessage={simSide.BytesPerRoundTrip:0.0} bare.bytesPerMessage={bareSide.BytesPerRoundTrip:0.0} sim.gen2={simSide.Gen2Collections} bare.gen2={bareSide.Gen2Collections}"));
+        }
+
+        if (failed is not null)
+        {
+            // Rates of a failing run mean nothing: show why it failed instead.
+            view.Line("sim.outcome=" + failed.Outcome);
+            view.Report(failed with { ReplayArguments = CliInputs.ReplayArguments(options, seed, ScenarioCatalog.Create("echo").Defaults) });
+            return failed.ExitCode;
+        }
+
+        view.Line(Invariant($"repeats={ratios.Count}"));
+        view.Line("sim.outcome=pass");
+        view.Line(Invariant($"sim.roundTripsPerSecond={Median(simRates):0}"));
+        view.Line(Invariant($"bare.roundTripsPerSecond={Median(bareRates):0}"));
+        view.Line(Invariant($"ratio.median={Median(ratios):0.0000}"));
+        view.Line(Invariant($"sim.bytesPerMessage={Median(simBytes):0.0}"));
+        view.Line(Invariant($"bare.bytesPerMessage={Median(bareBytes):0.0}"));
+        view.Line(Invariant($"processors={Environment.ProcessorCount}"));
+        view.Line("gc=" + GcMode());
+        return 0;
+    }
+
+    private (Measurement Side, SimReport Report) MeasureSim(SimOptions options, ulong seed, int checkEveryEvents)
+    {
+        Settle();
+        var gen2 = GC.CollectionCount(2);
+        var allocated = GC.GetAllocatedBytesForCurrentThread();
+        var start = clock.Elapsed;
+        var report = SimRunner.Run(ScenarioCatalog.Create("echo"), seed, options, new RunSettings { CheckEveryEvents = checkEveryEvents });
+        var wall = clock.Elapsed - start;
+        allocated = GC.GetAllocatedBytesForCurrentThread() - allocated;
+        var roundTrips = Math.Max(1, report.RequestsSucceeded);
+        return (new Measurement(report.RequestsSucceeded / wall.TotalSeconds, allocated / (double)roundTrips, GC.CollectionCount(2) - gen2), report);
+    }
+
+    private Measurement MeasureBare(BareLoopOptions options)
+    {
+        Settle();
+        var gen2 = GC.CollectionCount(2);
+        var allocated = GC.GetAllocatedBytesForCurrentThread();
+        var start = clock.Elapsed;
+        var result = BareLoop.Run(options);
+        var wall = clock.Elapsed - start;
+        allocated = GC.GetAllocatedBytesForCurrentThread() - allocated;
+        var roundTrips = Math.Max(1, result.RoundTrips);
+        return new Measurement(result.RoundTrips / wall.TotalSeconds, allocated / (double)roundTrips, GC.CollectionCount(2) - gen2);
+    }
+
+    /// <summary>Starts each side from a collected heap, so one side's garbage is not collected on the other's time.</summary>
+    private static void Settle()
+    {
+        GC.Collect();
+        GC.WaitForPendingFinalizers();
+        GC.Collect();
+    }
+
+    private static string GcMode() =>
+        $"{(GCSettings.IsServerGC ? "server" : "workstation")}/{GCSettings.LatencyMode}";
+
+    private static double Median(List<double> values)
+    {
+        var sorted = values.Order().ToList();
+        var middle = sorted.Count / 2;
+        return sorted.Count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+    }
+
+    private static string Invariant(FormattableString text) => text.ToString(CultureInfo.InvariantCulture);
+
+    private readonly record struct Measurement(double RoundTripsPerSecond, double BytesPerRoundTrip, int Gen2Collections);
+}

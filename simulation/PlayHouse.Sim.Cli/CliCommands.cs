@@ -1,0 +1,234 @@
+using System.CommandLine;
+using System.Globalization;
+using System.Text;
+using PlayHouse.Core.Seams;
+using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Simulation.Runs;
+
+namespace PlayHouse.Sim.Cli;
+
+/// <summary>The runner's commands: run, replay, swarm, list and bench.</summary>
+/// <remarks>Not thread-safe; one instance serves one command line.</remarks>
+internal sealed class CliCommands(IRunView view, IWallClock clock)
+{
+    /// <summary>
+    /// Swarm seed S runs the world from S with options <c>SimOptions.Swarm(new Xoshiro256StarStar(S ^ SwarmOptionsSalt), baseline)</c>.
+    /// The salt keeps the option draw independent of the world's own PRNG stream, which also starts from S.
+    /// </summary>
+    public const ulong SwarmOptionsSalt = 0x5357_4152_4D4F_5054; // "SWARMOPT" in ASCII.
+
+    /// <summary>Events between progress callbacks; each callback is cheap (it reads the wall clock), the views decide when to show one.</summary>
+    private const long ProgressEvents = 20_000;
+
+    public RootCommand Build()
+    {
+        var root = new RootCommand("PlayHouse.Sim runner: deterministic simulation runs, swarms, replays and benchmarks. Every run is replayable from its seed and options.");
+        root.Subcommands.Add(RunCommand("run", "Runs one scenario from one seed and prints the banner, progress and the closing report.", replay: false));
+        root.Subcommands.Add(SwarmCommand());
+        root.Subcommands.Add(RunCommand("replay", "Reruns a seed (with the options from its replay line) and writes its trace, one canonical line per event.", replay: true));
+        root.Subcommands.Add(ListCommand());
+        root.Subcommands.Add(new BenchCommands(view, clock).Build());
+        return root;
+    }
+
+    /// <summary>Draws the options of swarm seed <paramref name="seed"/> (see <see cref="SwarmOptionsSalt"/>).</summary>
+    public static SimOptions SwarmOptions(ulong seed, SimOptions baseline) =>
+        SimOptions.Swarm(new Xoshiro256StarStar(seed ^ SwarmOptionsSalt), baseline);
+
+    private static Option<string> ScenarioOption() => new("--scenario", "-s") { Description = $"The scenario: {CliInputs.ScenarioList}." };
+
+    /// <summary>A seed option: a whole number in 0..2^64-1, or absent (null).</summary>
+    internal static Option<ulong?> SeedOption(string name, string description) => new(name)
+    {
+        Description = description,
+        CustomParser = result =>
+        {
+            var text = result.Tokens.Count == 1 ? result.Tokens[0].Value : string.Join(' ', result.Tokens.Select(t => t.Value));
+            if (ulong.TryParse(text, NumberStyles.None, CultureInfo.InvariantCulture, out var value))
+            {
+                return value;
+            }
+
+            result.AddError($"{name} takes a whole number in 0..{ulong.MaxValue.ToString(CultureInfo.InvariantCulture)}, got '{text}'.");
+            return null;
+        },
+    };
+
+    private static Option<string[]> SetOption() => new("--set")
+    {
+        Description = "Option override key=value, keys as in the banner (repeatable; several may follow one --set).",
+        AllowMultipleArgumentsPerToken = true,
+    };
+
+    private Command RunCommand(string name, string description, bool replay)
+    {
+        var scenario = ScenarioOption();
+        var seed = SeedOption("--seed", replay ? "The seed to replay." : "The seed; when omitted a fresh one is drawn from OS entropy (printed in the banner).");
+        seed.Required = replay;
+        var sets = SetOption();
+        var json = new Option<string?>("--json") { Description = "Also write the report as JSON to this file." };
+        var trace = new Option<string?>("--trace")
+        {
+            Description = "Write the trace to this file: one canonical line per event.",
+            Required = replay,
+        };
+        var command = new Command(name, description) { scenario, seed, sets, json, trace };
+        command.SetAction(parse =>
+        {
+            var instance = CliInputs.CreateScenario(parse.GetValue(scenario));
+            var defaults = instance.Defaults;
+            var options = CliInputs.ApplySets(defaults, parse.GetValue(sets));
+            var runSeed = parse.GetValue(seed) ?? FreshSeed.Next();
+            var tracePath = parse.GetValue(trace);
+            var jsonPath = parse.GetValue(json);
+
+            // Open both files before running, so a bad path is a usage error and not a lost run.
+            using var traceWriter = tracePath is null ? null : new LineCountingWriter(OpenWriter(tracePath, "--trace"));
+            using var jsonWriter = jsonPath is null ? null : OpenWriter(jsonPath, "--json");
+            view.Line(options.ToBanner(runSeed));
+            var report = Execute(instance, runSeed, options, defaults, traceWriter, title: $"{instance.Name} seed {runSeed.ToString(CultureInfo.InvariantCulture)}");
+            if (jsonWriter is not null)
+            {
+                jsonWriter.Write(report.ToJson());
+                jsonWriter.Write('\n');
+                view.Line("json-file=" + jsonPath);
+            }
+
+            if (traceWriter is not null)
+            {
+                traceWriter.Flush();
+                view.Line(string.Create(CultureInfo.InvariantCulture, $"trace-file={tracePath} trace-lines={traceWriter.Lines}"));
+            }
+
+            view.Report(report);
+            return report.ExitCode;
+        });
+        return command;
+    }
+
+    private Command SwarmCommand()
+    {
+        var scenario = ScenarioOption();
+        var seeds = new Option<int>("--seeds") { Description = "How many runs (seeds S..S+K-1).", Required = true };
+        var startSeed = SeedOption("--start-seed", "The first seed S; when omitted a fresh one is drawn from OS entropy (printed).");
+        var sets = SetOption();
+        var command = new Command(
+            "swarm",
+            $"Runs K seeds, each with its own options drawn by SimOptions.Swarm(new Xoshiro256StarStar(seed ^ 0x{SwarmOptionsSalt:X16}), baseline), where the baseline is the scenario's defaults with --set applied. Each failure's replay line names the drawn options.")
+        {
+            scenario, seeds, startSeed, sets,
+        };
+        command.SetAction(parse =>
+        {
+            var name = parse.GetValue(scenario);
+            var defaults = CliInputs.CreateScenario(name).Defaults;
+            var baseline = CliInputs.ApplySets(defaults, parse.GetValue(sets));
+            var count = parse.GetValue(seeds);
+            if (count < 1)
+            {
+                throw new UsageException($"--seeds must be at least 1, got {count.ToString(CultureInfo.InvariantCulture)}.");
+            }
+
+            var start = parse.GetValue(startSeed) ?? FreshSeed.Next();
+            view.Line(string.Create(
+                CultureInfo.InvariantCulture,
+                $"swarm scenario={name} seeds={count} start-seed={start} options-of-seed=SimOptions.Swarm(new Xoshiro256StarStar(seed ^ 0x{SwarmOptionsSalt:X16}), baseline)"));
+            var failures = new List<SimReport>();
+            for (var i = 0; i < count; i++)
+            {
+                var seed = unchecked(start + (ulong)i);
+                var options = SwarmOptions(seed, baseline);
+                view.Line(options.ToBanner(seed));
+                var report = Execute(CliInputs.CreateScenario(name), seed, options, defaults, trace: null, title: $"seed {i + 1}/{count}");
+                view.Line(string.Create(
+                    CultureInfo.InvariantCulture,
+                    $"seed={seed} outcome={report.Outcome} events={report.Events} requests-ok={report.RequestsSucceeded} virtual-seconds={report.VirtualSeconds:0.###} wall-seconds={report.WallSeconds ?? 0:0.###} trace-hash={report.TraceHash}"));
+                if (!report.Passed)
+                {
+                    failures.Add(report);
+                }
+            }
+
+            view.Line(string.Create(CultureInfo.InvariantCulture, $"{count - failures.Count} passed, {failures.Count} failed"));
+            if (failures.Count == 0)
+            {
+                return RunExitCodes.Pass;
+            }
+
+            view.Table(
+                ["seed", "outcome", "first failure"],
+                [.. failures.Select(f => (IReadOnlyList<string>)[f.Seed.ToString(CultureInfo.InvariantCulture), f.Outcome, CliInputs.OneLine(f.Failure ?? string.Empty)])]);
+            foreach (var failure in failures)
+            {
+                view.Line(string.Create(CultureInfo.InvariantCulture, $"replay seed={failure.Seed}: {SimCli.ReplayPrefix} {failure.ReplayArguments}"));
+            }
+
+            return failures[0].ExitCode;
+        });
+        return command;
+    }
+
+    private Command ListCommand()
+    {
+        var command = new Command("list", "Lists the scenarios with their descriptions and default options.");
+        command.SetAction(_ =>
+        {
+            var scenarios = ScenarioCatalog.Names.Select(ScenarioCatalog.Create).ToList();
+            if (view is PlainView)
+            {
+                foreach (var scenario in scenarios)
+                {
+                    view.Line($"{scenario.Name}: {scenario.Description}");
+                    view.Line("  " + DefaultsBanner(scenario.Defaults));
+                }
+            }
+            else
+            {
+                // A terminal table stays readable with only what each scenario changes; the shared rest follows once.
+                var common = new SimOptions().ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+                view.Table(
+                    ["scenario", "description", "defaults that differ from the common ones"],
+                    [.. scenarios.Select(s => (IReadOnlyList<string>)[s.Name, s.Description, string.Join(' ', s.Defaults.ToKeyValues().Where(kv => kv.Key != "scenario" && common[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}"))])]);
+                view.Line("common defaults: " + string.Join(' ', new SimOptions().ToKeyValues().Where(kv => kv.Key != "scenario").Select(kv => $"{kv.Key}={kv.Value}")));
+            }
+
+            return 0;
+        });
+        return command;
+    }
+
+    private static string DefaultsBanner(SimOptions defaults) => string.Join(' ', defaults.ToKeyValues().Select(kv => $"{kv.Key}={kv.Value}"));
+
+    private SimReport Execute(IScenario scenario, ulong seed, SimOptions options, SimOptions defaults, TextWriter? trace, string title)
+    {
+        var report = view.Run(title, progress => SimRunner.Run(scenario, seed, options, new RunSettings
+        {
+            TraceWriter = trace,
+            Progress = progress,
+            ProgressEvents = ProgressEvents,
+            WallClock = clock,
+        }));
+
+        // The runner starts from the scenario's defaults, so the replay line lists what differs from those.
+        return report with { ReplayArguments = CliInputs.ReplayArguments(options, seed, defaults) };
+    }
+
+    private static StreamWriter OpenWriter(string path, string option)
+    {
+        try
+        {
+            var directory = Path.GetDirectoryName(Path.GetFullPath(path));
+            if (!string.IsNullOrEmpty(directory))
+            {
+                Directory.CreateDirectory(directory);
+            }
+
+            // A large buffer: a trace is many short lines written on the simulation thread.
+            return new StreamWriter(path, append: false, new UTF8Encoding(encoderShouldEmitUTF8Identifier: false), bufferSize: 1 << 16) { NewLine = "\n" };
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or ArgumentException or NotSupportedException)
+        {
+            throw new UsageException($"{option} cannot write '{path}': {ex.Message}", ex);
+        }
+    }
+}

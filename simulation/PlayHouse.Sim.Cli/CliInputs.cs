@@ -1,0 +1,148 @@
+using System.Globalization;
+using System.Reflection;
+using System.Text;
+using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Simulation.Runs;
+
+namespace PlayHouse.Sim.Cli;
+
+/// <summary>Bad input from the user: reported as one line and exit code <see cref="SimCli.UsageErrorExitCode"/>, never as a stack trace.</summary>
+internal sealed class UsageException : Exception
+{
+    public UsageException()
+    {
+    }
+
+    public UsageException(string message)
+        : base(message)
+    {
+    }
+
+    public UsageException(string message, Exception innerException)
+        : base(message, innerException)
+    {
+    }
+}
+
+/// <summary>Turns the user's scenario name and <c>--set key=value</c> pairs into a scenario and its options.</summary>
+internal static class CliInputs
+{
+    private static readonly string[] OptionKeys = [.. new SimOptions().ToKeyValues().Select(kv => kv.Key).Where(k => k != "scenario")];
+
+    public static string ScenarioList => string.Join(", ", ScenarioCatalog.Names);
+
+    public static string OptionKeyList => string.Join(", ", OptionKeys);
+
+    /// <summary>A fresh scenario instance (one per run), or a usage error naming the scenarios.</summary>
+    public static IScenario CreateScenario(string? name)
+    {
+        if (string.IsNullOrWhiteSpace(name))
+        {
+            throw new UsageException($"--scenario is required. Scenarios: {ScenarioList}.");
+        }
+
+        if (!ScenarioCatalog.Names.Contains(name, StringComparer.Ordinal))
+        {
+            throw new UsageException($"Unknown scenario '{name}'. Scenarios: {ScenarioList}.");
+        }
+
+        return ScenarioCatalog.Create(name);
+    }
+
+    /// <summary>Applies <c>key=value</c> overrides to a scenario's defaults; every mistake is a usage error naming the valid choices.</summary>
+    public static SimOptions ApplySets(SimOptions defaults, IReadOnlyList<string>? sets)
+    {
+        ArgumentNullException.ThrowIfNull(defaults);
+        var pairs = new List<KeyValuePair<string, string>>();
+        foreach (var set in sets ?? [])
+        {
+            var eq = set.IndexOf('=', StringComparison.Ordinal);
+            if (eq <= 0)
+            {
+                throw new UsageException($"--set expects key=value, got '{set}'. Keys: {OptionKeyList}.");
+            }
+
+            var key = set[..eq].Trim();
+            var value = set[(eq + 1)..].Trim();
+            if (string.Equals(key, "scenario", StringComparison.OrdinalIgnoreCase))
+            {
+                throw new UsageException($"Choose the scenario with --scenario, not --set scenario=. Scenarios: {ScenarioList}.");
+            }
+
+            if (!OptionKeys.Contains(key, StringComparer.OrdinalIgnoreCase))
+            {
+                throw new UsageException($"Unknown option '{key}'. Options: {OptionKeyList}.");
+            }
+
+            pairs.Add(new(key, value));
+        }
+
+        try
+        {
+            return defaults.With(pairs);
+        }
+        catch (ArgumentException ex)
+        {
+            throw new UsageException(OneLine(ex.Message) + ExpectedHint(ex.Message), ex);
+        }
+    }
+
+    /// <summary>
+    /// Runner arguments that replay a run: every option that differs from the scenario's own defaults. The runner
+    /// starts from those defaults, so comparing with them (not with <c>new SimOptions()</c>) is what makes the line exact.
+    /// </summary>
+    public static string ReplayArguments(SimOptions options, ulong seed, SimOptions scenarioDefaults)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        ArgumentNullException.ThrowIfNull(scenarioDefaults);
+        var baseline = scenarioDefaults.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+        var text = new StringBuilder()
+            .Append("--scenario ").Append(options.Scenario)
+            .Append(" --seed ").Append(seed.ToString(CultureInfo.InvariantCulture));
+        foreach (var (key, value) in options.ToKeyValues())
+        {
+            if (key != "scenario" && baseline[key] != value)
+            {
+                text.Append(" --set ").Append(Quote($"{key}={value}"));
+            }
+        }
+
+        return text.ToString();
+    }
+
+    /// <summary>Quotes an argument for a shell when it holds anything beyond plain word characters (fault plans hold ';').</summary>
+    public static string Quote(string argument)
+    {
+        ArgumentNullException.ThrowIfNull(argument);
+        var plain = argument.Length > 0 && argument.All(c => char.IsAsciiLetterOrDigit(c) || c is '.' or '_' or '-' or ':' or '=' or ',' or '/' or '+');
+        return plain ? argument : $"\"{argument}\"";
+    }
+
+    public static string OneLine(string text) => text.ReplaceLineEndings(" ").Trim();
+
+    private static string ExpectedHint(string message)
+    {
+        // SimOptions.With reports a value it cannot parse as "Option 'key' cannot take the value ...": add what it takes.
+        const string Marker = "Option '";
+        if (!message.StartsWith(Marker, StringComparison.Ordinal))
+        {
+            return string.Empty;
+        }
+
+        var end = message.IndexOf('\'', Marker.Length);
+        var key = end > Marker.Length ? message[Marker.Length..end] : string.Empty;
+        var property = typeof(SimOptions).GetProperties(BindingFlags.Public | BindingFlags.Instance)
+            .FirstOrDefault(p => string.Equals(p.Name, key, StringComparison.OrdinalIgnoreCase));
+        return property is null ? string.Empty : $" Expected {Describe(property.PropertyType)}.";
+    }
+
+    private static string Describe(Type type) => type switch
+    {
+        _ when type.IsEnum => "one of: " + string.Join(", ", Enum.GetNames(type)),
+        _ when type == typeof(bool) => "true or false",
+        _ when type == typeof(int) || type == typeof(long) => "an integer",
+        _ when type == typeof(double) => "a number",
+        _ when type == typeof(FaultPlan) => "a fault plan: none, or steps 'at:kind[:target:other:value:duration]' joined by ';' with kinds " + string.Join(", ", Enum.GetNames<FaultKind>()),
+        _ => "a " + type.Name,
+    };
+}

@@ -1,0 +1,71 @@
+using System.Globalization;
+using PlayHouse.Fixtures.Scenarios;
+
+namespace PlayHouse.Sim.Cli.Tests;
+
+public sealed class ListAndBenchTests
+{
+    [Fact]
+    public void List_PrintsEveryScenarioWithItsDescriptionAndDefaults()
+    {
+        var result = CliHarness.Run("list");
+
+        Assert.Equal(0, result.ExitCode);
+        foreach (var name in ScenarioCatalog.Names)
+        {
+            var scenario = ScenarioCatalog.Create(name);
+            Assert.Contains($"{name}: {scenario.Description}", result.Lines);
+            Assert.Contains(result.Lines, l => l.Trim().StartsWith($"scenario={name} ", StringComparison.Ordinal) && l.Contains(" faults=", StringComparison.Ordinal));
+        }
+    }
+
+    [Fact]
+    public void List_Interactive_TabulatesEveryScenarioAndTheCommonDefaults()
+    {
+        var result = CliHarness.Run(interactive: true, "list");
+
+        Assert.Equal(0, result.ExitCode);
+        foreach (var name in ScenarioCatalog.Names)
+        {
+            Assert.Contains(name, result.Output, StringComparison.Ordinal);
+        }
+
+        Assert.Contains(result.Lines, l => l.StartsWith("common defaults: playServers=", StringComparison.Ordinal));
+    }
+
+    [Fact]
+    public void BenchSim_TinySize_PrintsEveryKey()
+    {
+        var result = CliHarness.Run("bench", "sim", "--requests", "400", "--clients", "8");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        foreach (var key in new[] { "sim.roundTripsPerSecond", "bare.roundTripsPerSecond", "ratio.median", "sim.bytesPerMessage", "bare.bytesPerMessage", "processors", "gc" })
+        {
+            Assert.True(result.Value(key) is not null, $"no {key}\n{result}");
+        }
+
+        Assert.True(double.Parse(result.Value("sim.roundTripsPerSecond")!, CultureInfo.InvariantCulture) > 0);
+        Assert.True(double.Parse(result.Value("bare.roundTripsPerSecond")!, CultureInfo.InvariantCulture) > 0);
+        Assert.Equal(Environment.ProcessorCount.ToString(CultureInfo.InvariantCulture), result.Value("processors"));
+        Assert.Equal("pass", result.Value("sim.outcome"));
+
+        // An even number of repeats, at least four, alternating which side goes first.
+        var repeats = int.Parse(result.Value("repeats")!, CultureInfo.InvariantCulture);
+        Assert.True(repeats >= 4 && repeats % 2 == 0);
+        Assert.StartsWith("order:sim-first ", result.Value("repeat.1"), StringComparison.Ordinal);
+        Assert.StartsWith("order:bare-first ", result.Value("repeat.2"), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void BenchScale_SmallOverride_PrintsWallVirtualAndOutcome()
+    {
+        var result = CliHarness.Run("bench", "scale", "--set", "clients=50", "requestsPerClient=4");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Equal("pass", result.Value("scale.outcome"));
+        Assert.Equal("200", result.Value("scale.roundTrips"));
+        Assert.NotNull(result.Value("scale.wallSeconds"));
+        Assert.NotNull(result.Value("scale.virtualSeconds"));
+        Assert.Contains("lossPercent=1 ", result.Lines[0], StringComparison.Ordinal);
+    }
+}
