@@ -124,7 +124,8 @@ public sealed record SimOptions
             Stages = 1 + random.NextInt(Math.Max(1, baseline.Stages)),
             MessageBytes = random.NextBool(0.2) ? 1 + random.NextInt(16 * 1024) : 8 + random.NextInt(256),
             InFlight = 1 + random.NextInt(Math.Max(1, baseline.InFlight * 2)),
-            Mode = Enum.GetValues<WorkloadMode>()[random.NextInt(3)],
+            // Sends answered by pushes and requests answered by replies are different workloads: keep the family.
+            Mode = baseline.Mode == WorkloadMode.Send ? WorkloadMode.Send : (random.NextBool(0.5) ? WorkloadMode.RequestAsync : WorkloadMode.RequestCallback),
             LatencyShape = shapes[random.NextInt(shapes.Length)],
             LatencyMsMin = random.NextInt(latencyMean + 1),
             LatencyMsMean = latencyMean,
