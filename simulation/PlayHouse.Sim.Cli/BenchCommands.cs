@@ -99,7 +99,6 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
                 WallClock = clock,
                 CheckEveryEvents = checkEveryEvents,
             }));
-            report = report with { ReplayArguments = CliInputs.ReplayArguments(options, runSeed, defaults) };
             var wall = report.WallSeconds ?? 0;
             view.Line(Invariant($"scale.clients={options.Clients}"));
             view.Line(Invariant($"scale.requestsPerClient={options.RequestsPerClient}"));
@@ -183,7 +182,7 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
         {
             // Rates of a failing run mean nothing: show why it failed instead.
             view.Line("sim.outcome=" + failed.Outcome);
-            view.Report(failed with { ReplayArguments = CliInputs.ReplayArguments(options, seed, ScenarioCatalog.Create("echo").Defaults) });
+            view.Report(failed);
             return failed.ExitCode;
         }
 

@@ -209,8 +209,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
             WallClock = clock,
         }));
 
-        // The runner starts from the scenario's defaults, so the replay line lists what differs from those.
-        return report with { ReplayArguments = CliInputs.ReplayArguments(options, seed, defaults) };
+        return report;
     }
 
     private static StreamWriter OpenWriter(string path, string option)

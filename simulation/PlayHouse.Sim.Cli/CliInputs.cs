@@ -1,6 +1,4 @@
-using System.Globalization;
 using System.Reflection;
-using System.Text;
 using PlayHouse.Fixtures.Scenarios;
 using PlayHouse.Simulation.Runs;
 
@@ -85,37 +83,6 @@ internal static class CliInputs
         {
             throw new UsageException(OneLine(ex.Message) + ExpectedHint(ex.Message), ex);
         }
-    }
-
-    /// <summary>
-    /// Runner arguments that replay a run: every option that differs from the scenario's own defaults. The runner
-    /// starts from those defaults, so comparing with them (not with <c>new SimOptions()</c>) is what makes the line exact.
-    /// </summary>
-    public static string ReplayArguments(SimOptions options, ulong seed, SimOptions scenarioDefaults)
-    {
-        ArgumentNullException.ThrowIfNull(options);
-        ArgumentNullException.ThrowIfNull(scenarioDefaults);
-        var baseline = scenarioDefaults.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
-        var text = new StringBuilder()
-            .Append("--scenario ").Append(options.Scenario)
-            .Append(" --seed ").Append(seed.ToString(CultureInfo.InvariantCulture));
-        foreach (var (key, value) in options.ToKeyValues())
-        {
-            if (key != "scenario" && baseline[key] != value)
-            {
-                text.Append(" --set ").Append(Quote($"{key}={value}"));
-            }
-        }
-
-        return text.ToString();
-    }
-
-    /// <summary>Quotes an argument for a shell when it holds anything beyond plain word characters (fault plans hold ';').</summary>
-    public static string Quote(string argument)
-    {
-        ArgumentNullException.ThrowIfNull(argument);
-        var plain = argument.Length > 0 && argument.All(c => char.IsAsciiLetterOrDigit(c) || c is '.' or '_' or '-' or ':' or '=' or ',' or '/' or '+');
-        return plain ? argument : $"\"{argument}\"";
     }
 
     public static string OneLine(string text) => text.ReplaceLineEndings(" ").Trim();

@@ -189,21 +189,34 @@ public sealed record SimOptions
     public string ToBanner(ulong seed) =>
         $"SEED={seed.ToString(CultureInfo.InvariantCulture)} " + string.Join(' ', ToKeyValues().Select(kv => $"{kv.Key}={kv.Value}"));
 
-    /// <summary>Runner arguments that replay this run exactly (only options that differ from the defaults).</summary>
-    public string ToArguments(ulong seed)
+    /// <summary>
+    /// Runner arguments that replay this run exactly: every option that differs from <paramref name="baseline"/>,
+    /// which must be what the runner starts from (the scenario's defaults), or the line would not be exact.
+    /// </summary>
+    public string ToArguments(ulong seed, SimOptions baseline)
     {
-        var defaults = new SimOptions().ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
-        var parts = new List<string> { "--scenario", Scenario, "--seed", seed.ToString(CultureInfo.InvariantCulture) };
+        ArgumentNullException.ThrowIfNull(baseline);
+        var defaults = baseline.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+        var text = new System.Text.StringBuilder()
+            .Append("--scenario ").Append(Scenario)
+            .Append(" --seed ").Append(seed.ToString(CultureInfo.InvariantCulture));
         foreach (var (key, value) in ToKeyValues())
         {
             if (key != "scenario" && defaults[key] != value)
             {
-                parts.Add("--set");
-                parts.Add(value.Contains(' ', StringComparison.Ordinal) || value.Contains(';', StringComparison.Ordinal) ? $"\"{key}={value}\"" : $"{key}={value}");
+                text.Append(" --set ").Append(ShellQuote($"{key}={value}"));
             }
         }
 
-        return string.Join(' ', parts);
+        return text.ToString();
+    }
+
+    /// <summary>Quotes an argument for a shell when it holds anything beyond plain word characters (fault plans hold ';').</summary>
+    public static string ShellQuote(string argument)
+    {
+        ArgumentNullException.ThrowIfNull(argument);
+        var plain = argument.Length > 0 && argument.All(c => char.IsAsciiLetterOrDigit(c) || c is '.' or '_' or '-' or ':' or '=' or ',' or '/' or '+');
+        return plain ? argument : $"\"{argument}\"";
     }
 
     /// <summary>Applies key=value overrides (keys as in the banner, case-insensitive); unknown keys and bad values throw.</summary>

@@ -142,7 +142,7 @@ public sealed record SimReport
             Seed = seed,
             Options = options,
             Banner = options.ToBanner(seed),
-            ReplayArguments = options.ToArguments(seed),
+            ReplayArguments = options.ToArguments(seed, scenario.Defaults),
             ExitCode = exitCode,
             Failure = failure,
             VirtualSeconds = TimeSpan.FromTicks(workloadEndTicks).TotalSeconds,
