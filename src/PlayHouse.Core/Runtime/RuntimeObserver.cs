@@ -84,6 +84,11 @@ public abstract class RuntimeObserver
     {
     }
 
+    /// <summary>A stage handler threw; the failure was counted and a pending request answered with HandlerFailed.</summary>
+    public virtual void OnHandlerFailed(string nodeId, long stageId, StageWorkKind kind, string? msgId, Exception error)
+    {
+    }
+
     /// <summary>A reply or message was dropped with a counted reason.</summary>
     public virtual void OnDropped(string nodeId, string reason, string? msgId)
     {

@@ -289,10 +289,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             callback(state);
         }
-        catch (Exception)
+        catch (Exception ex)
         {
             // A continuation outside any handler's task (an async void) threw; the handler's own exceptions land in its task.
-            Counters.AddHandlerFailure();
+            HandlerFailed(_current.Kind, _current.MsgId, ex);
         }
         finally
         {
@@ -356,8 +356,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
         catch (Exception ex)
         {
-            Counters.AddHandlerFailure();
-            LastHandlerException = ex;
+            HandlerFailed(message.Kind, message.MsgId, ex);
             if (message.Reply.IsRequest)
             {
                 _server.TryReplyError(message.Reply, ErrorCodes.HandlerFailed, StageId);
@@ -374,9 +373,6 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         // The payload was lent to the handler until now, awaits included (B7d); a handler that kept it moved it.
         message.Payload.DisposeIfOwner();
     }
-
-    /// <summary>The last exception a handler of this stage threw, for diagnostics.</summary>
-    public Exception? LastHandlerException { get; private set; }
 
     private ValueTask Dispatch(ref StageMessage message)
     {
@@ -438,8 +434,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
         catch (Exception ex)
         {
-            LastHandlerException = ex;
-            Counters.AddHandlerFailure();
+            HandlerFailed(StageWorkKind.Create, message.MsgId, ex);
             result = CreateResult.Refuse(ErrorCodes.CreateStageFailed);
         }
 
@@ -487,8 +482,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             // A join callback threw before the actor joined: the client hears HandlerFailed, its session may
             // authenticate again, and an actor that was created is destroyed, so no session or actor is stuck.
-            LastHandlerException = ex;
-            Counters.AddHandlerFailure();
+            HandlerFailed(StageWorkKind.Join, message.MsgId, ex);
             _server.TryReplyError(message.Reply, ErrorCodes.HandlerFailed, StageId);
             _server.OnJoinFailed(session);
             if (actorHost.User is not null && !actorHost.IsDestroyed)
@@ -501,8 +495,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 }
                 catch (Exception destroyError)
                 {
-                    LastHandlerException = destroyError;
-                    Counters.AddHandlerFailure();
+                    HandlerFailed(StageWorkKind.Join, message.MsgId, destroyError);
                 }
             }
         }
@@ -705,6 +698,13 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
 
         message.Payload.DisposeIfOwner();
+    }
+
+    /// <summary>Counts a handler failure and tells the observer which handler threw what.</summary>
+    private void HandlerFailed(StageWorkKind kind, string? msgId, Exception error)
+    {
+        Counters.AddHandlerFailure();
+        _server.Observer.OnHandlerFailed(NodeId, StageId, kind, msgId, error);
     }
 
     private void Lifecycle(ActorHost? actor, LifecycleEvent lifecycleEvent) =>
@@ -929,8 +929,6 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             ErrorCode = response.ErrorCode,
             Payload = response.Payload,
         });
-
-    internal void AddActorForTests(ActorHost actor) => _actorsByAccount[actor.AccountId] = actor;
 
     public override string ToString() => $"Stage({NodeId}/{StageId}, {StageType})";
 }

@@ -150,6 +150,9 @@ public sealed class MailboxAndContinuationTests
         Assert.Equal(ErrorCodes.HandlerFailed, client.ReplyTo(boom).ErrorCode);
         Assert.Equal(ErrorCodes.Success, client.ReplyTo(fine).ErrorCode);
         Assert.Equal(1, h.Play.Counters.HandlerFailures);
+        var failure = Assert.Single(h.Events.Failures);
+        Assert.Equal("Boom", failure.MsgId);
+        Assert.Equal("boom", failure.Error.Message);
         h.Pool.ThrowIfLeaks();
     }
 

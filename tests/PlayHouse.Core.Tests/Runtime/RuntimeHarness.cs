@@ -194,5 +194,10 @@ internal sealed class LifecycleRecorder : RuntimeObserver
 
     public override void OnHandlerExited(string nodeId, long stageId) => _activeByStage[stageId]--;
 
+    public List<(long StageId, StageWorkKind Kind, string? MsgId, Exception Error)> Failures { get; } = [];
+
+    public override void OnHandlerFailed(string nodeId, long stageId, StageWorkKind kind, string? msgId, Exception error) =>
+        Failures.Add((stageId, kind, msgId, error));
+
     public IEnumerable<LifecycleEvent> EventsOf(long stageId) => Lifecycle.Where(e => e.StageId == stageId).Select(e => e.Event);
 }
