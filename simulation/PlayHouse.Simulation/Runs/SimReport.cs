@@ -103,7 +103,7 @@ public sealed record SimReport
 
     public bool Passed => ExitCode == RunExitCodes.Pass;
 
-    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall)
+    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall, bool quiescent = true)
     {
         var escapes = cluster?.World.Escapes ?? [];
         var verdicts = checkers?.Verdicts ?? [];
@@ -121,12 +121,14 @@ public sealed record SimReport
             exitCode = RunExitCodes.InvariantViolation;
             failure = $"{safetyFailure.Value.CheckerName}: {safetyFailure.Value.FirstViolationMessage}";
         }
-        else if (livenessFailure is not null || timedOut)
+        else if (livenessFailure is not null || timedOut || !quiescent)
         {
             exitCode = RunExitCodes.LivenessFailure;
             failure = livenessFailure is not null
                 ? $"{livenessFailure.Value.CheckerName}: {livenessFailure.Value.FirstViolationMessage}"
-                : $"the workload did not finish by virtual time {TimeSpan.FromTicks(workloadEndTicks)} ({run?.Progress})";
+                : timedOut
+                    ? $"the workload did not finish by virtual time {TimeSpan.FromTicks(workloadEndTicks)} ({run?.Progress})"
+                    : $"the world did not go quiet within 10 virtual minutes after the workload ended at {TimeSpan.FromTicks(workloadEndTicks)} ({run?.Progress})";
         }
         else
         {
