@@ -35,6 +35,9 @@ public static class Profiles
         ],
     };
 
+    /// <summary>The RTT profile without warm-up, so only a late or lost reply can trip a tracker.</summary>
+    public static WorkloadProfile RttWithoutWarmUp { get; } = Rtt with { WarmUpMax = 0 };
+
     public static WorkloadProfile Queues { get; } = new()
     {
         Scenarios = ["echo", "send-push", "broadcast", "stage-to-stage", "api-create", "timers"],

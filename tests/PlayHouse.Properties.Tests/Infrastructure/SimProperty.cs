@@ -80,12 +80,18 @@ public static class SimProperty
     }
 
     /// <summary>Runs the property and returns what it found, passed or failed (the bite tests need the failure).</summary>
-    public static PropertyRun Run(string property, WorkloadProfile profile, SimInvariant invariant, int cases, Func<WorkloadSpec, WorkloadHooks?>? hooks = null, bool randomSeed = false)
+    /// <param name="property">The property's name; it also picks the fixed FsCheck seed.</param>
+    /// <param name="profile">What the generator draws from.</param>
+    /// <param name="invariant">What each run must satisfy.</param>
+    /// <param name="cases">Most cases to try (FsCheck stops at the first failure and shrinks it).</param>
+    /// <param name="hooks">Replaced workload parts per case (the flawed ones), or null for the standard parts.</param>
+    /// <param name="fixedSeed">Keeps the property's fixed FsCheck seed even in deep runs (the bite tests need it).</param>
+    public static PropertyRun Run(string property, WorkloadProfile profile, SimInvariant invariant, int cases, Func<WorkloadSpec, WorkloadHooks?>? hooks = null, bool fixedSeed = false)
     {
         ArgumentNullException.ThrowIfNull(profile);
         ArgumentNullException.ThrowIfNull(invariant);
         var replay = PropertyDepth.ReplayFromEnvironment()
-            ?? (PropertyDepth.IsDeep || randomSeed ? ((ulong Seed, ulong Gamma)?)null : DefaultReplay(property));
+            ?? (PropertyDepth.IsDeep && !fixedSeed ? ((ulong Seed, ulong Gamma)?)null : DefaultReplay(property));
         var evaluations = 0;
         var exercised = 0;
         var runner = new CapturingRunner();
@@ -181,7 +187,7 @@ public static class SimProperty
         var text = new StringBuilder();
         text.Append(CultureInfo.InvariantCulture, $"Property '{run.Property}' failed after {run.Tests} test(s) and {run.Shrinks} shrink(s).\n");
         text.Append(CultureInfo.InvariantCulture, $"FsCheck replay: {PropertyDepth.ReplayVariable}=\"{run.ReplaySeed},{run.ReplayGamma}\" (Config.Replay = Rnd({run.ReplaySeed},{run.ReplayGamma})), last step size {lastSize}\n");
-        text.Append(CultureInfo.InvariantCulture, $"Shrunk counterexample: seed {shrunk.Seed}, {shrunk.Clients} client(s), {shrunk.Requests} request(s) each, {shrunk.FaultStepCount} fault step(s)\n");
+        text.Append(CultureInfo.InvariantCulture, $"Shrunk counterexample: seed {shrunk.Seed}, {shrunk.Clients} client(s), {shrunk.Requests} request(s) and {shrunk.WarmUp} warm-up request(s) each, {shrunk.FaultStepCount} fault step(s)\n");
         text.Append("  ").Append(report.Banner).Append('\n');
         text.Append("  faults: ").Append(shrunk.Faults).Append('\n');
         text.Append("  violation: ").Append(run.ShrunkViolation).Append('\n');

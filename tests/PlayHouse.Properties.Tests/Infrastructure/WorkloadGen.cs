@@ -29,6 +29,9 @@ public sealed record WorkloadProfile
 
     public int InFlightMax { get; init; } = 6;
 
+    /// <summary>Most warm-up requests per client (0: never a warm-up phase).</summary>
+    public int WarmUpMax { get; init; } = 4;
+
     public IReadOnlyList<int> MailboxCapacities { get; init; } = [10_000, 10_000, 64, 8];
 
     public int RequestTimeoutMsMin { get; init; } = 400;
@@ -62,7 +65,7 @@ public static class WorkloadGen
                 from inFlight in Gen.Choose(1, profile.InFlightMax)
                 from mode in Gen.Elements(WorkloadMode.RequestCallback, WorkloadMode.RequestAsync, WorkloadMode.Send)
                 from requests in Gen.Choose(1, requestsMax)
-                from warmUp in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 4)))
+                from warmUp in profile.WarmUpMax == 0 ? Gen.Constant(0) : Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, profile.WarmUpMax)))
                 from timeoutMs in Gen.Choose(profile.RequestTimeoutMsMin, profile.RequestTimeoutMsMax)
                 from latency in Latency()
                 from loss in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 5)))
