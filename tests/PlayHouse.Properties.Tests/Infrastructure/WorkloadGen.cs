@@ -29,6 +29,9 @@ public sealed record WorkloadProfile
 
     public int InFlightMax { get; init; } = 6;
 
+    /// <summary>Whether steady loss may reset connections (StreamLoss=Reset) rather than only delay them.</summary>
+    public bool SteadyResets { get; init; } = true;
+
     /// <summary>Most warm-up requests per client (0: never a warm-up phase).</summary>
     public int WarmUpMax { get; init; } = 4;
 
@@ -69,7 +72,7 @@ public static class WorkloadGen
                 from timeoutMs in Gen.Choose(profile.RequestTimeoutMsMin, profile.RequestTimeoutMsMax)
                 from latency in Latency()
                 from loss in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 5)))
-                from resetOnLoss in Gen.Frequency((4, Gen.Constant(false)), (1, Gen.Constant(true)))
+                from resetOnLoss in profile.SteadyResets ? Gen.Frequency((4, Gen.Constant(false)), (1, Gen.Constant(true))) : Gen.Constant(false)
                 from explore in Gen.Elements(false, true)
                 from mailbox in Gen.Elements(profile.MailboxCapacities.ToArray())
                 from episodes in Episodes(profile, clients, timeoutMs)
@@ -93,10 +96,6 @@ public static class WorkloadGen
                     ResetOnLoss = resetOnLoss,
                     ExploreSchedules = explore,
                     MailboxCapacity = mailbox,
-
-                    // A client needs a timeout to free a slot stuck behind a fault, then a round trip: the window
-                    // leaves room for both, so only a client that really stopped progressing fails it.
-                    LivenessWindowMs = timeoutMs + 4_000,
                     Episodes = episodes,
                 };
         });

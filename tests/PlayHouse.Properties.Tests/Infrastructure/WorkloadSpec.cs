@@ -110,7 +110,21 @@ public sealed record WorkloadSpec
 
     public int MailboxCapacity { get; init; } = 10_000;
 
-    public int LivenessWindowMs { get; init; } = 10_000;
+    /// <summary>
+    /// After the last heal a client needs a timeout to free a slot stuck behind the fault, then a round trip; and a
+    /// segment sent during a latency spike still holds up its stream (in-order delivery) for up to the spike's
+    /// longest one-way latency, both ways. The window leaves room for all of that, so only a client that really
+    /// stopped progressing fails it. Derived, so it follows the workload as it shrinks.
+    /// </summary>
+    public int LivenessWindowMs => RequestTimeoutMs + 4_000 + (2 * SpikeTailMs);
+
+    /// <summary>The longest one-way latency any latency spike of the plan can draw (the run's maximum, scaled).</summary>
+    public int SpikeTailMs => Episodes.IsDefaultOrEmpty
+        ? 0
+        : Episodes.Where(e => e.Kind == EpisodeKind.LatencySpike)
+            .Select(e => (int)Math.Ceiling(e.Value * (double)Math.Max(LatencyMsMax, LatencyMsMean) / Math.Max(1, LatencyMsMean)))
+            .DefaultIfEmpty(0)
+            .Max();
 
     public ImmutableArray<FaultEpisode> Episodes { get; init; } = [];
 

@@ -10,7 +10,7 @@ namespace PlayHouse.Properties.Tests.Properties;
 public sealed class InvariantPropertyTests
 {
     /// <summary>Cases per property at normal depth; the whole project stays within about three minutes on two cores.</summary>
-    public const int NormalCases = 100;
+    public const int NormalCases = 400;
 
     private static int Cases => PropertyDepth.Cases(NormalCases);
 
