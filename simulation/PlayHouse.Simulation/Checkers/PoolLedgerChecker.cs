@@ -5,8 +5,9 @@ namespace PlayHouse.Simulation.Checkers;
 
 /// <summary>
 /// No pooled buffer leaks (B7): at quiescence every watched pool has nothing outstanding and as many returns as
-/// rents, and its checked-mode ledger agrees with its counters. A leak names the first leaked buffers and
-/// their owners. Uses only the pool totals (<see cref="MessagePool.GetStatistics"/>) and the ledger
+/// rents, in total and in every size class, and its checked-mode ledger agrees with its counters. A leak names
+/// the first leaked buffers and their owners. Uses the pool totals (<see cref="MessagePool.GetStatistics"/>), the
+/// per-class counters (<see cref="MessagePool.GetClassStatistics"/>) and the ledger
 /// (<see cref="MessagePool.GetOutstanding"/>).
 /// </summary>
 /// <remarks>
@@ -89,7 +90,8 @@ public sealed class PoolLedgerChecker : InvariantChecker
     {
         var statistics = watched.Pool.GetStatistics();
         var outstanding = watched.Pool.GetOutstanding();
-        var balanced = statistics.Outstanding == 0 && statistics.Rents == statistics.Returns && outstanding.Count == 0;
+        var unbalancedClass = FirstUnbalancedClass(watched.Pool);
+        var balanced = statistics.Outstanding == 0 && statistics.Rents == statistics.Returns && outstanding.Count == 0 && unbalancedClass is null;
 
         // A pool that stays unbalanced in the same way across quiescent checks is one leak, reported once.
         if (balanced || statistics == watched.LastReported)
@@ -100,6 +102,14 @@ public sealed class PoolLedgerChecker : InvariantChecker
         watched.LastReported = statistics;
         var text = new StringBuilder();
         text.Append($"pool '{watched.Name}': {statistics.Outstanding} buffer(s) outstanding at quiescence (rents {statistics.Rents}, returns {statistics.Returns})");
+        if (unbalancedClass is { } row)
+        {
+            // Totals can balance while classes do not (a buffer returned into the wrong class), so each class is named.
+            text.Append(row.IsOversize
+                ? $"; oversize rents {row.Rents}, returns {row.Returns}"
+                : $"; size class {row.SizeClass} ({row.CapacityBytes} B): rents {row.Rents}, returns {row.Returns}");
+        }
+
         if (outstanding.Count != statistics.Outstanding)
         {
             text.Append($"; the ledger lists {outstanding.Count}, which disagrees with the counters");
@@ -123,6 +133,20 @@ public sealed class PoolLedgerChecker : InvariantChecker
         }
 
         Log.Record(text.ToString());
+    }
+
+    /// <summary>The first size class (or the oversize row) whose rents and returns differ, or null.</summary>
+    private static MessagePoolClassStatistics? FirstUnbalancedClass(MessagePool pool)
+    {
+        foreach (var row in pool.GetClassStatistics())
+        {
+            if (row.Rents != row.Returns)
+            {
+                return row;
+            }
+        }
+
+        return null;
     }
 
     private sealed class WatchedPool(string name, MessagePool pool)

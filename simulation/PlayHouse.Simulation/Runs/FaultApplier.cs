@@ -50,7 +50,7 @@ public sealed class FaultApplier
         switch (step.Kind)
         {
             case FaultKind.LatencyChange:
-                network.SetDefaults(network.Defaults with { Latency = Scale(network.Defaults.Latency, step.Value) });
+                network.SetDefaults(network.Defaults with { Latency = Scale(step.Value) });
                 break;
             case FaultKind.LossBurst:
                 network.SetDefaults(network.Defaults with { LossProbability = ending ? _options.LossPercent / 100 : Math.Clamp(step.Value / 100, 0, 1) });
@@ -111,12 +111,22 @@ public sealed class FaultApplier
         }
     }
 
-    private static LatencyModel Scale(LatencyModel model, double meanMs)
+    /// <summary>
+    /// The run's own latency distribution scaled so that its nominal mean (<see cref="SimOptions.LatencyMsMean"/>)
+    /// becomes <paramref name="meanMs"/>: minimum, mean and maximum move together, whatever the shape, and a step
+    /// back to the run's mean restores the run's distribution exactly (a spike then heals).
+    /// </summary>
+    private LatencyModel Scale(double meanMs)
     {
+        var baseline = _options.ToPathOptions().Latency;
         var mean = TimeSpan.FromMilliseconds(Math.Max(0, meanMs));
-        var min = model.Min <= mean ? model.Min : mean;
-        var max = model.Max >= mean ? model.Max : mean * 2;
-        return model with { Min = min, Mean = mean, Max = max };
+        if (_options.LatencyMsMean <= 0)
+        {
+            return baseline with { Min = mean, Mean = mean, Max = mean };
+        }
+
+        var factor = Math.Max(0, meanMs) / _options.LatencyMsMean;
+        return baseline with { Min = baseline.Min * factor, Mean = baseline.Mean * factor, Max = baseline.Max * factor };
     }
 
     private bool HasNode(string nodeId) => _cluster.Nodes.Any(n => n.NodeId == nodeId);

@@ -124,8 +124,8 @@ public sealed record SimOptions
             Stages = 1 + random.NextInt(Math.Max(1, baseline.Stages)),
             MessageBytes = random.NextBool(0.2) ? 1 + random.NextInt(16 * 1024) : 8 + random.NextInt(256),
             InFlight = 1 + random.NextInt(Math.Max(1, baseline.InFlight * 2)),
-            // Sends answered by pushes and requests answered by replies are different workloads: keep the family.
-            Mode = baseline.Mode == WorkloadMode.Send ? WorkloadMode.Send : (random.NextBool(0.5) ? WorkloadMode.RequestAsync : WorkloadMode.RequestCallback),
+            // Every scenario answers every mode (a one-way send is answered with a push), so all three are drawn.
+            Mode = Enum.GetValues<WorkloadMode>()[random.NextInt(3)],
             LatencyShape = shapes[random.NextInt(shapes.Length)],
             LatencyMsMin = random.NextInt(latencyMean + 1),
             LatencyMsMean = latencyMean,

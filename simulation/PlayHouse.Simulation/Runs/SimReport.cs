@@ -32,7 +32,14 @@ public static class RunExitCodes
 }
 
 /// <summary>One pool's counters in a report.</summary>
-public sealed record PoolReport(string Name, long Rents, long Returns, long Hits, long Misses, long Dropped, long Outstanding);
+public sealed record PoolReport(string Name, long Rents, long Returns, long Hits, long Misses, long Dropped, long Outstanding)
+{
+    /// <summary>Rents and returns per size class that saw any traffic (the oversize row has size class -1).</summary>
+    public IReadOnlyList<PoolClassReport> Classes { get; init; } = [];
+}
+
+/// <summary>One size class of a pool in a report; at quiescence <see cref="Rents"/> equals <see cref="Returns"/>.</summary>
+public sealed record PoolClassReport(int SizeClass, int CapacityBytes, long Rents, long Returns);
 
 /// <summary>The closing report of a run: what happened, how fast, and each checker's verdict.</summary>
 public sealed record SimReport
@@ -96,7 +103,7 @@ public sealed record SimReport
 
     public bool Passed => ExitCode == RunExitCodes.Pass;
 
-    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall)
+    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall, bool quiescent = true)
     {
         var escapes = cluster?.World.Escapes ?? [];
         var verdicts = checkers?.Verdicts ?? [];
@@ -114,12 +121,14 @@ public sealed record SimReport
             exitCode = RunExitCodes.InvariantViolation;
             failure = $"{safetyFailure.Value.CheckerName}: {safetyFailure.Value.FirstViolationMessage}";
         }
-        else if (livenessFailure is not null || timedOut)
+        else if (livenessFailure is not null || timedOut || !quiescent)
         {
             exitCode = RunExitCodes.LivenessFailure;
             failure = livenessFailure is not null
                 ? $"{livenessFailure.Value.CheckerName}: {livenessFailure.Value.FirstViolationMessage}"
-                : $"the workload did not finish by virtual time {TimeSpan.FromTicks(workloadEndTicks)} ({run?.Progress})";
+                : timedOut
+                    ? $"the workload did not finish by virtual time {TimeSpan.FromTicks(workloadEndTicks)} ({run?.Progress})"
+                    : $"the world did not go quiet within 10 virtual minutes after the workload ended at {TimeSpan.FromTicks(workloadEndTicks)} ({run?.Progress})";
         }
         else
         {
@@ -157,7 +166,10 @@ public sealed record SimReport
             Pools = cluster is null ? [] : [.. cluster.LivePools().Select(p =>
             {
                 var s = p.Pool.GetStatistics();
-                return new PoolReport(p.Name, s.Rents, s.Returns, s.Hits, s.Misses, s.Dropped, s.Outstanding);
+                return new PoolReport(p.Name, s.Rents, s.Returns, s.Hits, s.Misses, s.Dropped, s.Outstanding)
+                {
+                    Classes = [.. p.Pool.GetClassStatistics().Where(c => c.Rents != 0 || c.Returns != 0).Select(c => new PoolClassReport(c.SizeClass, c.CapacityBytes, c.Rents, c.Returns))],
+                };
             })],
             QueueHighWaters = checkers is null ? [] : [.. checkers.Queues.GetHighWaters().OrderByDescending(q => q.HighWater).ThenBy(q => q.Name, StringComparer.Ordinal).Take(8).Select(q => q.ToString())],
             Network = cluster?.Network.Counters.Snapshot() ?? [],
