@@ -40,7 +40,7 @@ public static class Invariants
     public static SimInvariant QueuesWithinCaps { get; } = new(
         "every mailbox, session send queue and RTT tracker within its cap",
         r => Crash(r) ?? Checkers(r, QueueCapChecker.CheckerName),
-        r => r.QueueHighWaters.Count > 0);
+        r => r.RequestsSucceeded > 0 && r.QueueHighWaters.Count > 0);
 
     public static SimInvariant LifecycleInOrder { get; } = new(
         "lifecycle callbacks exactly once and in order, across disconnect and reconnect",

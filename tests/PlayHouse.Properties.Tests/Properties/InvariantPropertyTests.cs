@@ -9,7 +9,10 @@ namespace PlayHouse.Properties.Tests.Properties;
 [Trait("Category", "Deep")]
 public sealed class InvariantPropertyTests
 {
-    /// <summary>Cases per property at normal depth; the whole project stays within about three minutes on two cores.</summary>
+    /// <summary>
+    /// Cases per property at normal depth. Measured on two cores: all eight properties take about 7 s (the whole
+    /// project about 11 s); with PLAYHOUSE_SIM_DEEP=1 (40,000 cases each) the deep set took 331 s.
+    /// </summary>
     public const int NormalCases = 400;
 
     private static int Cases => PropertyDepth.Cases(NormalCases);
