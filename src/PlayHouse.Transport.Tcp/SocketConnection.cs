@@ -290,7 +290,8 @@ internal abstract class SocketConnection
 
     private static SessionCloseReason ReasonOf(SocketError error) => error switch
     {
-        SocketError.ConnectionReset or SocketError.ConnectionAborted => SessionCloseReason.ConnectionReset,
+        // A send to a peer that reset fails with EPIPE, which .NET reports as Shutdown.
+        SocketError.ConnectionReset or SocketError.ConnectionAborted or SocketError.Shutdown => SessionCloseReason.ConnectionReset,
         SocketError.OperationAborted => SessionCloseReason.LocalClose,
         _ => SessionCloseReason.SocketError,
     };

@@ -19,13 +19,13 @@ internal sealed class TestServer : IAsyncDisposable
     private readonly ConcurrentQueue<SessionClosedInfo> _closes = new();
     private readonly SemaphoreSlim _closeSignal = new(0);
 
-    private TestServer(TcpTransportOptions? options, ServerOptions? serverOptions)
+    private TestServer(TcpTransportOptions? options, ServerOptions? serverOptions, TimeProvider? transportTime)
     {
         Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, Name = "test-server" });
         var seams = new NodeSeams(TimeProvider.System, ThreadPoolExecutor.Instance, EntropyRandomSource.Create(), Pool);
         Server = new PlayServer("play-1", seams, serverOptions ?? new ServerOptions { DefaultStageType = EchoMsgIds.StageType, RequestTimeout = TimeSpan.FromSeconds(10) });
         EchoStage.Register(Server);
-        Listener = new TcpClientListener(Server, options, Logger);
+        Listener = new TcpClientListener(Server, options, Logger, transportTime);
         Listener.SessionClosed += info =>
         {
             _closes.Enqueue(info);
@@ -46,7 +46,8 @@ internal sealed class TestServer : IAsyncDisposable
 
     public TcpTransportCounters Counters => Listener.Counters;
 
-    public static TestServer Start(TcpTransportOptions? options = null, ServerOptions? serverOptions = null) => new(options, serverOptions);
+    /// <summary>Starts a server; <paramref name="transportTime"/> is the listener clock (a ManualTimeProvider makes timeouts deterministic).</summary>
+    public static TestServer Start(TcpTransportOptions? options = null, ServerOptions? serverOptions = null, TimeProvider? transportTime = null) => new(options, serverOptions, transportTime);
 
     public Task<TcpPlayClient> ConnectAsync(TcpPlayClientOptions? options = null) =>
         TcpPlayClient.ConnectAsync(EndPoint, options ?? new TcpPlayClientOptions { RequestTimeout = Patience });
