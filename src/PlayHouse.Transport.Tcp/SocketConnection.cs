@@ -135,7 +135,7 @@ internal abstract class SocketConnection
     /// <summary>The <see cref="TimeProvider"/> timestamp of the last bytes received (or of the connect).</summary>
     public long LastReceiveTimestamp => Volatile.Read(ref _lastReceiveTimestamp);
 
-    /// <summary>When the send queue first refused a frame without draining since; 0 when it is not full.</summary>
+    /// <summary>When the send queue first refused a frame without draining to half its cap since; 0 when it is not full.</summary>
     public long QueueFullSinceTimestamp
     {
         get
@@ -545,7 +545,13 @@ internal abstract class SocketConnection
             // A stream send may complete partially; the loop sends the rest of the buffer next.
             _inFlightSentBytes += sent;
             _queuedBytes -= sent;
-            _queueFullSinceTimestamp = 0;
+
+            // Only a reader that drained half the queue has caught up; a trickle while the queue stays near its
+            // cap keeps the slow-reader clock running.
+            if (_queuedBytes <= _limits.SendQueueBytesMax / 2)
+            {
+                _queueFullSinceTimestamp = 0;
+            }
         }
 
         Counters.AddBytesSent(sent);

@@ -23,7 +23,7 @@ public sealed record TcpTransportOptions
     /// <summary>A frame whose first byte arrived this long ago and is still incomplete closes its session.</summary>
     public TimeSpan FrameTimeout { get; init; } = TimeSpan.FromSeconds(10);
 
-    /// <summary>A session whose send queue has refused frames and not drained for this long is closed.</summary>
+    /// <summary>A session whose send queue refused a frame and has not drained to half its cap for this long is closed.</summary>
     public TimeSpan SlowReaderTimeout { get; init; } = TimeSpan.FromSeconds(5);
 
     /// <summary>How often one timer per listener checks every session's timeouts (no timer per session).</summary>

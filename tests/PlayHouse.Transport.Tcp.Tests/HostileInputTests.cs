@@ -179,6 +179,10 @@ public sealed class HostileInputTests
             SocketSendBufferBytes = 4096,
             SlowReaderTimeout = TimeSpan.FromSeconds(5),
             SweepInterval = TimeSpan.FromSeconds(1),
+
+            // The manual clock runs far ahead while flooding; only the slow-reader timeout is under test.
+            IdleTimeout = TimeSpan.FromDays(1),
+            FrameTimeout = TimeSpan.FromDays(1),
         };
         await using var server = TestServer.Start(options, transportTime: time);
         using var good = await server.ConnectAuthenticatedAsync(accountId: 1, stageId: 2);
@@ -186,9 +190,26 @@ public sealed class HostileInputTests
         await slow.SendAsync(RawFrames.Client(EchoMsgIds.Authenticate, 1, 1, RawFrames.Account(77)));
         Assert.Equal(ErrorCodes.Success, (await slow.ReadFrameAsync()).ErrorCode);
 
-        await FloodUntilRefusedAsync(server, slow, RawFrames.Client(EchoMsgIds.SendPush, 0, 1, new byte[2048]));
-        time.Advance(TimeSpan.FromSeconds(6));
-        var closed = await server.NextCloseAsync();
+        // Each round pushes more than the queue holds, then moves the manual clock one second. Once the kernel
+        // buffers are full the queue stays at its cap, and five seconds of it close the session.
+        var closedTask = server.NextCloseAsync();
+        var send = RawFrames.Client(EchoMsgIds.SendPush, 0, 1, new byte[2048]);
+        var burst = Enumerable.Repeat(send, 16).SelectMany(b => b).ToArray();
+        for (var round = 0; round < 1000 && !closedTask.IsCompleted; round++)
+        {
+            try
+            {
+                await slow.SendAsync(burst);
+            }
+            catch (System.Net.Sockets.SocketException)
+            {
+                break;
+            }
+
+            time.Advance(TimeSpan.FromSeconds(1));
+        }
+
+        var closed = await closedTask;
         var reply = await good.RequestAsync(EchoMsgIds.Echo, 2, [3]).WaitAsync(TestServer.Patience);
 
         Assert.Equal(SessionCloseReason.SlowReader, closed.Reason);
@@ -241,7 +262,10 @@ public sealed class HostileInputTests
         }
 
         var expected = (Rounds * connections) + 1;
-        await Eventually.True(() => server.Counters.ConnectionsClosed == expected - 1, TestServer.Patience, () => $"closed {server.Counters.ConnectionsClosed}");
+        await Eventually.True(
+            () => server.Counters.ConnectionsClosed == expected - 1 && server.Listener.SessionCount == 1 && server.Server.SessionCount == 1,
+            TestServer.Patience,
+            () => $"closed {server.Counters.ConnectionsClosed}, open {server.Listener.SessionCount}");
         var reply = await good.RequestAsync(EchoMsgIds.Echo, 1, [1]).WaitAsync(TestServer.Patience);
 
         Assert.Equal(expected, server.Counters.ConnectionsAccepted);
@@ -281,7 +305,7 @@ public sealed class HostileInputTests
     }
 
     /// <summary>Sends bursts of <paramref name="frame"/> until the server refuses a frame at a session's send-queue cap.</summary>
-    private static async Task FloodUntilRefusedAsync(TestServer server, RawClient client, byte[] frame)
+    private static async Task FloodUntilRefusedAsync(TestServer server, RawClient client, byte[] frame, int refusals = 1)
     {
         var burst = new byte[frame.Length * 32];
         for (var i = 0; i < 32; i++)
@@ -290,7 +314,7 @@ public sealed class HostileInputTests
         }
 
         var deadline = DateTime.UtcNow + TestServer.Patience;
-        while (server.Counters.SendQueueRefusals == 0)
+        while (server.Counters.SendQueueRefusals < refusals)
         {
             Assert.True(DateTime.UtcNow < deadline, $"no refusal after {server.Counters.BytesReceived} bytes received; queued {server.Listener.QueuedBytes}");
             await client.SendAsync(burst);
