@@ -34,9 +34,9 @@ public sealed record TcpMeshOptions
 }
 
 /// <summary>
-/// The server-to-server mesh over TCP for one node: identity-addressed (peers are registered by node id), one
-/// outbound connection per peer so messages to a peer stay in send order, each message a mesh frame (<c>RouteHeader</c>
-/// protobuf plus payload). A lost link is reopened on the next send after a backoff; messages in flight on a broken
+/// The server-to-server mesh over TCP for one node: identity-addressed (peers are registered by node id, or learned
+/// from the first frame of a link a peer opened), one link per peer so messages to a peer stay in send order, each
+/// message a mesh frame (<c>RouteHeader</c> protobuf plus payload). A lost link is reopened on the next send after a backoff; messages in flight on a broken
 /// link are lost and their requests time out, as on PlayHouse's mesh. Messages sent while a link connects are held
 /// (capped) and flushed in order once it is up; when the connect fails they are dropped and counted.
 /// </summary>
@@ -45,7 +45,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
 {
     private readonly ServerNode _node;
     private readonly ConcurrentDictionary<string, Peer> _peers = new(StringComparer.Ordinal);
-    private readonly ConcurrentDictionary<InboundConnection, byte> _inbound = new();
+    private readonly ConcurrentDictionary<MeshLink, byte> _inbound = new();
     private readonly ConcurrentDictionary<SocketConnection, byte> _unfinished = new();
     private TaskCompletionSource? _allFinished;
     private readonly ILogger _logger;
@@ -132,6 +132,14 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
         ArgumentNullException.ThrowIfNull(endPoint);
         var peer = _peers.GetOrAdd(nodeId, id => new Peer(this, id));
         peer.EndPoint = endPoint;
+    }
+
+    private void Learn(string nodeId, MeshLink link)
+    {
+        if (!string.Equals(nodeId, NodeId, StringComparison.Ordinal))
+        {
+            _peers.GetOrAdd(nodeId, id => new Peer(this, id)).Learn(link);
+        }
     }
 
     /// <summary>True when a link to the peer is open now.</summary>
@@ -241,7 +249,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             }
 
             socket.NoDelay = true;
-            var inbound = new InboundConnection(this, socket);
+            var inbound = new MeshLink(this, socket, accepted: true);
             _inbound.TryAdd(inbound, 0);
             _unfinished.TryAdd(inbound, 0);
             Counters.AddAccepted();
@@ -326,7 +334,8 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
     {
         private readonly Lock _gate = new();
         private readonly RouteHeader _header = new();
-        private OutboundConnection? _connection;
+        private MeshLink? _connection;
+        private MeshLink? _learned;
         private bool _connecting;
         private bool _stopped;
         private Payload _held;
@@ -376,6 +385,21 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
                 }
 
                 _connection = null;
+                if (EndPoint is null)
+                {
+                    // A peer known only from a link it opened: answer over that link while it lasts.
+                    if (_learned is { IsClosed: false } learned && learned.Enqueue(writer))
+                    {
+                        Interlocked.Increment(ref transport._messagesSent);
+                    }
+                    else
+                    {
+                        Interlocked.Increment(ref transport._messagesDropped);
+                    }
+
+                    return;
+                }
+
                 if (!_connecting && transport.Time.GetTimestamp() < _retryAfterTimestamp)
                 {
                     // Backing off after a failed connect: the peer is unreachable for now.
@@ -398,9 +422,17 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             }
         }
 
+        public void Learn(MeshLink link)
+        {
+            lock (_gate)
+            {
+                _learned = link;
+            }
+        }
+
         public bool Break()
         {
-            OutboundConnection? connection;
+            MeshLink? connection;
             lock (_gate)
             {
                 connection = _connection;
@@ -411,7 +443,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
 
         public void Stop()
         {
-            OutboundConnection? connection;
+            MeshLink? connection;
             lock (_gate)
             {
                 _stopped = true;
@@ -489,7 +521,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
                 failure = e;
             }
 
-            OutboundConnection? stale = null;
+            MeshLink? stale = null;
             lock (_gate)
             {
                 _connecting = false;
@@ -510,7 +542,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
 
                 _backoff = TimeSpan.Zero;
                 Interlocked.Increment(ref transport._connects);
-                var connection = new OutboundConnection(transport, socket);
+                var connection = new MeshLink(transport, socket, accepted: false);
                 transport._unfinished.TryAdd(connection, 0);
                 stale = _connection;
                 _connection = connection;
@@ -532,17 +564,27 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
         }
     }
 
-    /// <summary>An outbound link: it only sends; a close or reset from the peer ends it.</summary>
-    private sealed class OutboundConnection : SocketConnection
+    /// <summary>
+    /// A mesh link in either direction: it sends frames queued for its peer and decodes frames arriving from it. An
+    /// accepted link learns its peer's identity from the first frame, so a server that was never told a peer's
+    /// address can still answer it over the link the peer opened (as a ZeroMQ ROUTER socket does).
+    /// </summary>
+    private sealed class MeshLink : SocketConnection
     {
         private readonly Socket _socket;
         private readonly TcpMeshTransport _transport;
+        private readonly MeshFrameDecoder _decoder;
+        private readonly RouteHeader _header = new();
+        private readonly bool _accepted;
+        private bool _learned;
 
-        public OutboundConnection(TcpMeshTransport transport, Socket socket)
-            : base(socket, transport._node.Pool, new ConnectionLimits(4096, transport.Options.SendQueueBytesMax, 16 * 1024), transport.Time, transport.Counters)
+        public MeshLink(TcpMeshTransport transport, Socket socket, bool accepted)
+            : base(socket, transport._node.Pool, new ConnectionLimits(transport.Options.ReceiveBufferBytes, transport.Options.SendQueueBytesMax, 16 * 1024), transport.Time, transport.Counters)
         {
             _socket = socket;
             _transport = transport;
+            _accepted = accepted;
+            _decoder = new MeshFrameDecoder(transport._node.Pool, new MeshFrameOptions { PayloadOwner = "mesh-receive" });
         }
 
         public bool Enqueue<TWriter>(in TWriter writer)
@@ -562,30 +604,6 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             return Close(SessionCloseReason.ConnectionReset, "link reset");
         }
 
-        protected override void OnFinished() => _transport.OnLinkFinished(this);
-
-        protected override void OnReceived(ReadOnlySpan<byte> data)
-        {
-            // Peers never send on a link they accepted; bytes here mean a confused peer.
-            Counters.AddMalformed(FrameError.InvalidHeader);
-            Close(SessionCloseReason.MalformedFrame, "bytes arrived on an outbound mesh link");
-        }
-    }
-
-    /// <summary>An inbound link: mesh frames from one peer, decoded in order and delivered to the node.</summary>
-    private sealed class InboundConnection : SocketConnection
-    {
-        private readonly TcpMeshTransport _transport;
-        private readonly MeshFrameDecoder _decoder;
-        private readonly RouteHeader _header = new();
-
-        public InboundConnection(TcpMeshTransport transport, Socket socket)
-            : base(socket, transport._node.Pool, new ConnectionLimits(transport.Options.ReceiveBufferBytes, 4096), transport.Time, transport.Counters)
-        {
-            _transport = transport;
-            _decoder = new MeshFrameDecoder(transport._node.Pool, new MeshFrameOptions { PayloadOwner = "mesh-receive" });
-        }
-
         protected override void OnReceived(ReadOnlySpan<byte> data)
         {
             try
@@ -593,6 +611,12 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
                 while (_decoder.TryDecode(ref data, _header, out var payload))
                 {
                     Counters.AddFramesReceived(1);
+                    if (_accepted && !_learned && _header.From.Length > 0)
+                    {
+                        _learned = true;
+                        _transport.Learn(_header.From, this);
+                    }
+
                     _transport.Deliver(_header, payload);
                 }
             }
@@ -619,7 +643,11 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
 
         protected override void OnFinished()
         {
-            _transport._inbound.TryRemove(this, out _);
+            if (_accepted)
+            {
+                _transport._inbound.TryRemove(this, out _);
+            }
+
             _transport.OnLinkFinished(this);
         }
     }
