@@ -84,6 +84,7 @@ public sealed class HostingTests
         // Three requests: the first holds the stage until the gate opens, the other two wait in its mailbox.
         var replies = Enumerable.Range(0, 3).Select(i => client.RequestAsync("Slow", 1, [(byte)i])).ToList();
         await gate.Entered.WaitAsync(Patience);
+        await Eventually(() => hosted.Server!.GetStageStatistics().Single().MailboxLength == 2);
         var stopping = host.StopAsync();
         await Eventually(() => !hosted.Listener!.IsAccepting);
         var refusedConnect = await TryConnect(hosted);
@@ -110,6 +111,7 @@ public sealed class HostingTests
         using var client = await Connect(hosted);
         var replies = Enumerable.Range(0, 3).Select(i => client.RequestAsync("Slow", 1, [(byte)i])).ToList();
         await gate.Entered.WaitAsync(Patience);
+        await Eventually(() => hosted.Server!.GetStageStatistics().Single().MailboxLength == 2);
 
         await host.StopAsync().WaitAsync(Patience);
         var report = hosted.LastShutdownReport!;
