@@ -12,7 +12,7 @@ internal readonly record struct ConnectionLimits(int ReceiveBufferBytes, int Sen
 /// the OS and nothing else (B5).
 /// <para>Buffers come from the message pool and each has exactly one owner at a time (B7e): the receive buffer
 /// belongs to the receive loop, the in-flight send buffer to the send loop, the fill buffer (frames queued while a
-/// send is in flight) to whoever holds the lock. <see cref="Close"/> only flags the connection and disposes the
+/// send is in flight) to whoever holds the lock. <see cref="Close(SessionCloseReason, string, bool)"/> only flags the connection and disposes the
 /// socket; each loop returns its own buffer when its pending operation completes, so a socket that fails on send
 /// and receive at once still returns every buffer exactly once. The connection is finished (event args disposed,
 /// <see cref="OnFinished"/>) when it is closed and neither loop has an operation outstanding.</para>
@@ -20,7 +20,7 @@ internal readonly record struct ConnectionLimits(int ReceiveBufferBytes, int Sen
 /// <see cref="TcpTransportCounters.CallbackFaults"/> and closes the connection.</para>
 /// </summary>
 /// <remarks>
-/// Thread-safe: <see cref="TryEnqueue{TWriter}"/> and <see cref="Close"/> may be called from any thread. The receive
+/// Thread-safe: <see cref="TryEnqueue{TWriter}"/> and <see cref="Close(SessionCloseReason, string, bool)"/> may be called from any thread. The receive
 /// callbacks (<see cref="OnReceived"/>, <see cref="OnEndOfStream"/>, <see cref="OnReceiveEnded"/>) run one at a time
 /// on I/O threads, in stream order.
 /// </remarks>
@@ -154,7 +154,10 @@ internal abstract class SocketConnection
     /// Closes the connection once: later calls do nothing and return false. Queued frames that are not in flight
     /// are dropped and counted; the socket is disposed, which completes any pending operation with an error.
     /// </summary>
-    public bool Close(SessionCloseReason reason, string detail)
+    public bool Close(SessionCloseReason reason, string detail) => Close(reason, detail, abortive: false);
+
+    /// <summary>Closes the connection once; an abortive close resets it (RST) instead of shutting it down (FIN).</summary>
+    public bool Close(SessionCloseReason reason, string detail, bool abortive)
     {
         int dropped;
         lock (_gate)
@@ -183,7 +186,15 @@ internal abstract class SocketConnection
 
         try
         {
-            _socket.Shutdown(SocketShutdown.Both);
+            if (abortive)
+            {
+                // Linger 0 makes the close a reset, the abrupt break of a crashed process.
+                _socket.LingerState = new LingerOption(true, 0);
+            }
+            else
+            {
+                _socket.Shutdown(SocketShutdown.Both);
+            }
         }
         catch (Exception e) when (e is SocketException or ObjectDisposedException)
         {

@@ -571,7 +571,6 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
     /// </summary>
     private sealed class MeshLink : SocketConnection
     {
-        private readonly Socket _socket;
         private readonly TcpMeshTransport _transport;
         private readonly MeshFrameDecoder _decoder;
         private readonly RouteHeader _header = new();
@@ -581,7 +580,6 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
         public MeshLink(TcpMeshTransport transport, Socket socket, bool accepted)
             : base(socket, transport._node.Pool, new ConnectionLimits(transport.Options.ReceiveBufferBytes, transport.Options.SendQueueBytesMax, 16 * 1024), transport.Time, transport.Counters)
         {
-            _socket = socket;
             _transport = transport;
             _accepted = accepted;
             _decoder = new MeshFrameDecoder(transport._node.Pool, new MeshFrameOptions { PayloadOwner = "mesh-receive" });
@@ -590,19 +588,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
         public bool Enqueue<TWriter>(in TWriter writer)
             where TWriter : struct, IFrameWriter => TryEnqueue(writer);
 
-        public bool Reset()
-        {
-            try
-            {
-                _socket.LingerState = new LingerOption(true, 0);
-            }
-            catch (Exception e) when (e is SocketException or ObjectDisposedException)
-            {
-                return false;
-            }
-
-            return Close(SessionCloseReason.ConnectionReset, "link reset");
-        }
+        public bool Reset() => Close(SessionCloseReason.ConnectionReset, "link reset", abortive: true);
 
         protected override void OnReceived(ReadOnlySpan<byte> data)
         {

@@ -588,14 +588,12 @@ public sealed class TcpPlayClient : IDisposable
     private sealed class Connection : SocketConnection
     {
         private readonly TcpPlayClient _client;
-        private readonly Socket _socket;
         private readonly ServerFrameDecoder _decoder;
 
         public Connection(TcpPlayClient client, Socket socket)
             : base(socket, client.Pool, new ConnectionLimits(client._options.ReceiveBufferBytes, client._options.SendQueueBytesMax), client.Time, new TcpTransportCounters())
         {
             _client = client;
-            _socket = socket;
             _decoder = new ServerFrameDecoder(client.Pool, options: new FrameDecoderOptions { PayloadOwner = "client-receive", Decompressor = client._options.Decompressor });
         }
 
@@ -603,20 +601,7 @@ public sealed class TcpPlayClient : IDisposable
 
         public bool Enqueue(scoped in ClientFrameWriter writer) => TryEnqueue(writer);
 
-        public void Abort(string reason)
-        {
-            try
-            {
-                // Linger 0 turns the close into a reset.
-                _socket.LingerState = new LingerOption(true, 0);
-            }
-            catch (Exception e) when (e is SocketException or ObjectDisposedException)
-            {
-                // Already closed: nothing to reset.
-            }
-
-            Close(SessionCloseReason.LocalClose, reason);
-        }
+        public void Abort(string reason) => Close(SessionCloseReason.LocalClose, reason, abortive: true);
 
         protected override void OnReceived(ReadOnlySpan<byte> data)
         {
