@@ -134,6 +134,9 @@ public sealed record TcpRunSettings
 /// </remarks>
 public static class TcpScenarioRunner
 {
+    /// <summary>How often a drain or completion with no event to wait on is checked.</summary>
+    private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(5);
+
     private const int TimerCount = 20;
     private const int TimerPeriodMs = 100;
     private const int GameLoopStepMs = 50;
@@ -231,7 +234,7 @@ public static class TcpScenarioRunner
                     break;
                 }
 
-                await Task.Delay(TimeSpan.FromMilliseconds(5), time, CancellationToken.None).ConfigureAwait(false);
+                await Task.Delay(PollInterval, time, CancellationToken.None).ConfigureAwait(false);
             }
 
             foreach (var driver in drivers)

@@ -77,6 +77,9 @@ public sealed class ApiServerBuilder
 /// </summary>
 public abstract class ServerHostBase : IHostedService, IDisposable
 {
+    /// <summary>How often a drain or completion with no event to wait on is checked.</summary>
+    private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(5);
+
     private readonly ILoggerFactory _loggers;
     private readonly IServiceProvider _services;
     private int _started;
@@ -217,7 +220,7 @@ public abstract class ServerHostBase : IHostedService, IDisposable
                     return false;
                 }
 
-                await Task.Delay(TimeSpan.FromMilliseconds(5), Time, cancellationToken).ConfigureAwait(false);
+                await Task.Delay(PollInterval, Time, cancellationToken).ConfigureAwait(false);
             }
 
             return true;

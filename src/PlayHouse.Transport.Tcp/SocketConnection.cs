@@ -1,10 +1,15 @@
 using System.Net.Sockets;
 using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Transport.Tcp;
 
-/// <summary>Sizes of one connection's buffers and send queue.</summary>
-internal readonly record struct ConnectionLimits(int ReceiveBufferBytes, int SendQueueBytesMax, int SendBufferInitialBytes = 4096);
+/// <summary>
+/// Sizes of one connection's buffers and send queue, and where a send starts: with a <see cref="FlushExecutor"/>, the
+/// first frame queued on an idle connection schedules the send as a work item, so frames queued meanwhile (the other
+/// replies of a stage turn) leave in the same system call; without one, the frame is sent at once.
+/// </summary>
+internal readonly record struct ConnectionLimits(int ReceiveBufferBytes, int SendQueueBytesMax, int SendBufferInitialBytes = 4096, IExecutor? FlushExecutor = null);
 
 /// <summary>
 /// One connected TCP socket driven by two <see cref="SocketAsyncEventArgs"/>: a receive loop and a send loop, both
@@ -24,7 +29,7 @@ internal readonly record struct ConnectionLimits(int ReceiveBufferBytes, int Sen
 /// callbacks (<see cref="OnReceived"/>, <see cref="OnEndOfStream"/>, <see cref="OnReceiveEnded"/>) run one at a time
 /// on I/O threads, in stream order.
 /// </remarks>
-internal abstract class SocketConnection
+internal abstract class SocketConnection : IThreadPoolWorkItem
 {
     private const string ReceiveOwner = "tcp-receive";
     private const string SendOwner = "tcp-send";
@@ -263,11 +268,21 @@ internal abstract class SocketConnection
         Counters.NoteSendQueueBytes(queued);
         if (start)
         {
-            SendNext();
+            if (_limits.FlushExecutor is { } executor)
+            {
+                executor.Schedule(this);
+            }
+            else
+            {
+                SendNext();
+            }
         }
 
         return true;
     }
+
+    /// <summary>The deferred flush: runs the send loop for everything queued since it was scheduled.</summary>
+    void IThreadPoolWorkItem.Execute() => SendNext();
 
     /// <summary>Bytes arrived, in stream order. Close the connection from here to stop receiving.</summary>
     protected abstract void OnReceived(ReadOnlySpan<byte> data);

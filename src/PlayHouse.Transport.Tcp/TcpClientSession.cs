@@ -135,7 +135,7 @@ public sealed class TcpClientSession : IClientConnection
         private long _partialFrameSinceTimestamp;
 
         public Connection(TcpClientSession session, Socket socket, TcpClientListener listener)
-            : base(socket, listener.Server.Pool, new ConnectionLimits(listener.Options.ReceiveBufferBytes, listener.Options.SendQueueBytesMax), listener.Time, listener.Counters)
+            : base(socket, listener.Server.Pool, new ConnectionLimits(listener.Options.ReceiveBufferBytes, listener.Options.SendQueueBytesMax, FlushExecutor: listener.Options.BatchSends ? listener.Server.Executor : null), listener.Time, listener.Counters)
         {
             _session = session;
             _listener = listener;

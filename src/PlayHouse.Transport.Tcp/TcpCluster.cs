@@ -178,6 +178,9 @@ public sealed class TcpNode
 /// <remarks>Thread-safe for the verbs; build and stop from one thread.</remarks>
 public sealed class TcpCluster : IAsyncDisposable
 {
+    /// <summary>How often a drain or completion with no event to wait on is checked.</summary>
+    private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(5);
+
     private readonly List<TcpNode> _nodes = [];
     private readonly Dictionary<string, TcpNode> _byId = new(StringComparer.Ordinal);
     private readonly ILoggerFactory _loggers;
@@ -392,7 +395,7 @@ public sealed class TcpCluster : IAsyncDisposable
                 return false;
             }
 
-            await Task.Delay(TimeSpan.FromMilliseconds(5), Time, cancellationToken).ConfigureAwait(false);
+            await Task.Delay(PollInterval, Time, cancellationToken).ConfigureAwait(false);
         }
 
         return true;

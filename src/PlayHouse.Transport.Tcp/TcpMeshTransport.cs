@@ -578,7 +578,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
         private bool _learned;
 
         public MeshLink(TcpMeshTransport transport, Socket socket, bool accepted)
-            : base(socket, transport._node.Pool, new ConnectionLimits(transport.Options.ReceiveBufferBytes, transport.Options.SendQueueBytesMax, 16 * 1024), transport.Time, transport.Counters)
+            : base(socket, transport._node.Pool, new ConnectionLimits(transport.Options.ReceiveBufferBytes, transport.Options.SendQueueBytesMax, 16 * 1024, transport._node.Executor), transport.Time, transport.Counters)
         {
             _transport = transport;
             _accepted = accepted;

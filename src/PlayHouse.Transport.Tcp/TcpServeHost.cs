@@ -135,6 +135,9 @@ public static class TcpServeHost
 /// <summary>A running <c>serve</c>: where it listens, and its graceful stop.</summary>
 public sealed class TcpServeSession : IAsyncDisposable
 {
+    /// <summary>How often a drain or completion with no event to wait on is checked.</summary>
+    private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(5);
+
     private readonly PlayServer _server;
     private readonly TcpClientListener _listener;
     private readonly MessagePool _pool;
@@ -172,7 +175,7 @@ public sealed class TcpServeSession : IAsyncDisposable
         // Stage turns end on the thread pool with no event to wait on, so the drain is checked every few ms.
         while (!Quiet() && _time.GetTimestamp() < deadline)
         {
-            await Task.Delay(TimeSpan.FromMilliseconds(5), _time).ConfigureAwait(false);
+            await Task.Delay(PollInterval, _time).ConfigureAwait(false);
         }
 
         var drained = Quiet();
@@ -188,7 +191,7 @@ public sealed class TcpServeSession : IAsyncDisposable
         await _listener.WhenAllSessionsFinished().WaitAsync(_options.DrainTimeout + TimeSpan.FromSeconds(1), _time).ConfigureAwait(false);
         while (_server.StageCount > 0 && _time.GetTimestamp() < deadline + _time.TimestampFrequency)
         {
-            await Task.Delay(TimeSpan.FromMilliseconds(5), _time).ConfigureAwait(false);
+            await Task.Delay(PollInterval, _time).ConfigureAwait(false);
         }
 
         var counters = _listener.Counters;
