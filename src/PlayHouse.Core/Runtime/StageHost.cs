@@ -223,6 +223,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         var previous = SynchronizationContext.Current;
         SynchronizationContext.SetSynchronizationContext(_syncContext);
         var reschedule = false;
+        var released = false;
         try
         {
             var budget = Options.TurnMessageBudget;
@@ -256,6 +257,12 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                         // Keep the turn flag when work remains past the budget, and hand the executor back for fairness.
                         reschedule = _continuations.Count > 0 || (!_suspended && _mailbox.Count > 0);
                         _scheduled = reschedule;
+
+                        // Release the turn before the lock: once _scheduled is false a post on another thread may start
+                        // the next turn at once, and it must not find this one still marked as running (found by the
+                        // TCP benchmark, where a post landing in that gap threw on a thread-pool thread).
+                        Volatile.Write(ref _executing, 0);
+                        released = true;
                         break;
                     }
                 }
@@ -273,7 +280,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         finally
         {
             SynchronizationContext.SetSynchronizationContext(previous);
-            Volatile.Write(ref _executing, 0);
+            if (!released)
+            {
+                Volatile.Write(ref _executing, 0);
+            }
         }
 
         if (reschedule)

@@ -1,0 +1,512 @@
+using System.Globalization;
+using System.Text;
+using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
+using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Fixtures.Workload;
+using PlayHouse.Simulation.Checkers;
+using PlayHouse.Simulation.Metrics;
+using PlayHouse.Simulation.Runs;
+using PlayHouse.Transport.Tcp;
+
+namespace PlayHouse.Sim.Tcp;
+
+/// <summary>The outcome of one scenario run over loopback TCP.</summary>
+public sealed record TcpScenarioReport
+{
+    public required string Scenario { get; init; }
+
+    public required SimOptions Options { get; init; }
+
+    public bool Passed => Failure is null;
+
+    /// <summary>Why the run failed (first checker violation, a timeout, or a crash); null when it passed.</summary>
+    public string? Failure { get; init; }
+
+    public double WallSeconds { get; init; }
+
+    public long RequestsIssued { get; init; }
+
+    public long RequestsSucceeded { get; init; }
+
+    public long RequestsFailed { get; init; }
+
+    public long RttSamples { get; init; }
+
+    public double RttMsP50 { get; init; }
+
+    public double RttMsP99 { get; init; }
+
+    public IReadOnlyList<CheckerVerdict> Verdicts { get; init; } = [];
+
+    public IReadOnlyList<PoolReport> Pools { get; init; } = [];
+
+    public IReadOnlyList<string> QueueHighWaters { get; init; } = [];
+
+    public IReadOnlyList<KeyValuePair<string, long>> ServerCounters { get; init; } = [];
+
+    public IReadOnlyList<KeyValuePair<string, long>> TransportCounters { get; init; } = [];
+
+    /// <summary>Fault steps real mode cannot apply (partitions, clogs, latency and loss, crashes), listed, not silently dropped.</summary>
+    public IReadOnlyList<string> SkippedFaults { get; init; } = [];
+
+    /// <summary>The report as plain key=value lines.</summary>
+    public string ToText()
+    {
+        var text = new StringBuilder();
+        void Line(string key, object? value) => text.Append(key).Append('=').Append(Convert.ToString(value, CultureInfo.InvariantCulture)).Append('\n');
+        Line("scenario", Scenario);
+        Line("mode", "tcp");
+        Line("outcome", Passed ? "pass" : "fail");
+        if (Failure is not null)
+        {
+            Line("failure", Failure);
+        }
+
+        Line("wallSeconds", WallSeconds.ToString("F2", CultureInfo.InvariantCulture));
+        Line("requests.issued", RequestsIssued);
+        Line("requests.succeeded", RequestsSucceeded);
+        Line("requests.failed", RequestsFailed);
+        Line("rtt.samples", RttSamples);
+        Line("rtt.msP50", RttMsP50.ToString("F3", CultureInfo.InvariantCulture));
+        Line("rtt.msP99", RttMsP99.ToString("F3", CultureInfo.InvariantCulture));
+        foreach (var verdict in Verdicts)
+        {
+            Line("checker." + verdict.CheckerName, verdict.Passed ? "pass" : $"FAIL ({verdict.ViolationCount}): {verdict.FirstViolationMessage}");
+        }
+
+        foreach (var pool in Pools)
+        {
+            Line("pool." + pool.Name, $"rents {pool.Rents} returns {pool.Returns} outstanding {pool.Outstanding}");
+        }
+
+        foreach (var queue in QueueHighWaters)
+        {
+            Line("queue", queue);
+        }
+
+        foreach (var (name, value) in ServerCounters)
+        {
+            Line("server." + name, value);
+        }
+
+        foreach (var (name, value) in TransportCounters)
+        {
+            Line("tcp." + name, value);
+        }
+
+        foreach (var fault in SkippedFaults)
+        {
+            Line("fault.skipped", fault);
+        }
+
+        return text.ToString();
+    }
+}
+
+/// <summary>How to run a scenario over TCP.</summary>
+public sealed record TcpRunSettings
+{
+    /// <summary>The clock of the nodes, transports, clients and checkers; the composition root passes the system clock.</summary>
+    public required TimeProvider Time { get; init; }
+
+    /// <summary>A run whose workload has not finished by then fails (wall time).</summary>
+    public TimeSpan TimeLimit { get; init; } = TimeSpan.FromSeconds(60);
+
+    /// <summary>The seed of the workload's randomness (nonces); real mode is not replayable, the seed only shapes payloads.</summary>
+    public ulong Seed { get; init; } = 1;
+}
+
+/// <summary>
+/// Runs the workload of a simulation scenario over loopback TCP with the same checkers: a real
+/// <see cref="TcpCluster"/> (play servers, API servers, TCP mesh) on the thread pool and the system clock, the
+/// scenario's workload stage and message ids, one <see cref="TcpPlayClient"/>-driven workload driver per client,
+/// and the checker set as every node's observer. At the end the cluster winds down to quiescence and the checkers
+/// judge it: per-sender FIFO, one handler per stage, exactly-once requests, pool ledgers, queue caps (mailboxes and
+/// session send queues), lifecycle order, and the scenario's own checks (broadcast fan-out, timer counts).
+/// </summary>
+/// <remarks>
+/// Fault plans apply only their client steps (disconnect, reconnect) here; network faults are the simulation's job
+/// and are listed in <see cref="TcpScenarioReport.SkippedFaults"/>. Loopback runs far faster than the simulated
+/// network, so client steps are placed by progress rather than by clock: the first fires when a third of the
+/// workload is issued, and each later one after the same delay that separates it from the first in the plan.
+/// </remarks>
+public static class TcpScenarioRunner
+{
+    /// <summary>How often a drain or completion with no event to wait on is checked.</summary>
+    private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(5);
+
+    private const int TimerCount = 20;
+    private const int TimerPeriodMs = 100;
+    private const int GameLoopStepMs = 50;
+
+    /// <summary>The scenarios this runner knows the shape of (every scenario of the catalog).</summary>
+    public static bool Supports(IScenario scenario) => Shape.Of(scenario) is not null;
+
+    public static async Task<TcpScenarioReport> RunAsync(IScenario scenario, SimOptions options, TcpRunSettings settings, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(scenario);
+        ArgumentNullException.ThrowIfNull(options);
+        ArgumentNullException.ThrowIfNull(settings);
+        options.Validate();
+        var shape = Shape.Of(scenario) ?? throw new NotSupportedException($"Scenario '{scenario.Name}' has no TCP shape; supported: {string.Join(", ", ScenarioCatalog.Names)}.");
+        if (shape.ForcedMode is { } mode)
+        {
+            options = options with { Mode = mode };
+        }
+
+        var time = settings.Time;
+        var started = time.GetTimestamp();
+        var checkers = new CheckerSet(time, new CheckerSetOptions { LivenessWindow = settings.TimeLimit });
+        var rtt = new LatencyHistogram();
+        var rttGate = new Lock();
+        var registry = new WorkloadStageRegistry();
+        var registryGate = new Lock();
+        var scenarioChecker = new ScenarioChecker(checkers.Context, scenario.Name);
+        checkers.Add(scenarioChecker);
+        var context = new ScenarioContext(options, new Xoshiro256StarStar(settings.Seed), checkers, rtt);
+        var drivers = new List<TcpWorkloadDriver>();
+        var skipped = options.Faults.Steps.Where(s => s.Kind is not (FaultKind.Disconnect or FaultKind.Reconnect)).Select(s => s.ToString()).ToList();
+        string? failure = null;
+        TcpCluster? cluster = null;
+        var transportCounters = new SortedDictionary<string, long>(StringComparer.Ordinal);
+        try
+        {
+            var stageOptions = new WorkloadStageOptions
+            {
+                Checkers = checkers,
+                Registry = registry,
+                ApiNodeId = "api-1",
+                RelayTargetStageId = shape.RelayToBackend ? options.Stages + 1L : 0,
+                TimerCount = shape.Timers ? TimerCount : 0,
+                TimerPeriodMs = TimerPeriodMs,
+                GameLoopStepMs = shape.Timers ? GameLoopStepMs : 0,
+            };
+            var transportOptions = new TcpTransportOptions();
+            cluster = new TcpClusterBuilder()
+                .WithPlayServers(options.PlayServers)
+                .WithApiServers(options.ApiServers)
+                .WithTime(time)
+                .WithTransportOptions(transportOptions)
+                .WithServerOptions(new ServerOptions
+                {
+                    DefaultStageType = shape.CreateStagesOnJoin ? WorkloadScenario.StageType : null,
+                    MailboxCapacityMax = options.MailboxCapacity,
+                    RequestTimeout = TimeSpan.FromMilliseconds(options.RequestTimeoutMs),
+                })
+                .WithStage(WorkloadScenario.StageType, link => new RegistryGuardedStage(new WorkloadStage(link, stageOptions), registryGate), link => new WorkloadActor(link))
+                .WithApiHandlers(api => api.Handle(WorkloadMsgIds.ApiEcho, (link, packet) =>
+                {
+                    link.Reply(packet, WorkloadMsgIds.ApiEcho, packet.Payload);
+                    return ValueTask.CompletedTask;
+                }))
+                .WithObserver(_ => checkers)
+                .Build();
+            foreach (var node in cluster.Nodes)
+            {
+                checkers.Queues.WatchMailboxes(node.Server, checkers.Options.MailboxInternalEntriesAllowance);
+            }
+
+            using var limit = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+            limit.CancelAfter(settings.TimeLimit);
+            await PrepareAsync(shape, cluster, options, scenarioChecker).WaitAsync(limit.Token).ConfigureAwait(false);
+
+            var play = cluster.PlayServers.Select(n => n.NodeId).ToList();
+            for (var i = 0; i < options.Clients; i++)
+            {
+                var stageId = (i % options.Stages) + 1L;
+                drivers.Add(new TcpWorkloadDriver(cluster, play[(int)((stageId - 1) % play.Count)], i + 1L, stageId, shape.RequestMsgId, context, time, rtt, rttGate));
+            }
+
+            await Task.WhenAll(drivers.Select(d => d.StartAsync())).WaitAsync(limit.Token).ConfigureAwait(false);
+            var faults = new ClientFaults(options.Faults, drivers, time, (long)drivers.Count * (options.WarmUpPerClient + options.RequestsPerClient));
+            using var sweep = options.Mode == WorkloadMode.Send
+                ? time.CreateTimer(_ => drivers.ForEach(d => d.SweepSends()), null, TimeSpan.FromMilliseconds(Math.Max(10, options.RequestTimeoutMs / 4)), TimeSpan.FromMilliseconds(Math.Max(10, options.RequestTimeoutMs / 4)))
+                : null;
+
+            // Completion has no single event (replies land on many I/O threads), so the runner checks every few ms.
+            while (!(faults.ApplyDue() && drivers.All(d => d.IsDone) && !KeepsRunning(shape, registry, registryGate, time)))
+            {
+                if (limit.IsCancellationRequested)
+                {
+                    failure = $"the workload did not finish within {settings.TimeLimit}: issued {drivers.Sum(d => d.Issued)}, ok {drivers.Sum(d => d.Succeeded)}, failed {drivers.Sum(d => d.Failed)}";
+                    break;
+                }
+
+                await Task.Delay(PollInterval, time, CancellationToken.None).ConfigureAwait(false);
+            }
+
+            foreach (var driver in drivers)
+            {
+                driver.Stop();
+            }
+
+            foreach (var node in cluster.PlayServers)
+            {
+                var listener = node.Listener!;
+                checkers.Queues.Observe($"session send queues of {node.NodeId}", (int)Math.Min(int.MaxValue, listener.Counters.SendQueueHighWaterBytes), transportOptions.SendQueueBytesMax);
+            }
+
+            if (!await cluster.QuiesceAsync(TimeSpan.FromSeconds(20), cancellationToken).ConfigureAwait(false))
+            {
+                failure ??= "the cluster did not reach quiescence within 20 s";
+            }
+
+            foreach (var node in cluster.Nodes)
+            {
+                foreach (var (name, value) in (node.Listener?.Counters.Snapshot() ?? []).Concat(node.Mesh.Counters.Snapshot()))
+                {
+                    transportCounters[name] = transportCounters.GetValueOrDefault(name) + value;
+                }
+            }
+
+            foreach (var (name, pool) in cluster.LivePools())
+            {
+                checkers.Pools.Add("pool of " + name, pool);
+            }
+
+            CheckOutcome(shape, options, registry, drivers, scenarioChecker);
+            checkers.CheckQuiescent();
+        }
+        catch (Exception e) when (e is not OutOfMemoryException)
+        {
+            failure ??= "crash: " + e;
+        }
+        finally
+        {
+            if (cluster is not null)
+            {
+                await cluster.DisposeAsync().ConfigureAwait(false);
+            }
+        }
+
+        var first = checkers.FirstViolation;
+        failure ??= first is null ? null : $"{first.CheckerName}: {first.Message}";
+        var servers = new SortedDictionary<string, long>(StringComparer.Ordinal);
+        foreach (var node in cluster?.Nodes ?? [])
+        {
+            foreach (var (name, value) in node.Server.Counters.Snapshot())
+            {
+                servers[name] = servers.GetValueOrDefault(name) + value;
+            }
+        }
+
+        return new TcpScenarioReport
+        {
+            Scenario = scenario.Name,
+            Options = options,
+            Failure = failure,
+            WallSeconds = time.GetElapsedTime(started).TotalSeconds,
+            RequestsIssued = drivers.Sum(d => (long)d.Issued),
+            RequestsSucceeded = drivers.Sum(d => (long)d.Succeeded),
+            RequestsFailed = drivers.Sum(d => (long)d.Failed),
+            RttSamples = rtt.Count,
+            RttMsP50 = TimeSpan.FromTicks(rtt.ValueAtPercentile(50)).TotalMilliseconds,
+            RttMsP99 = TimeSpan.FromTicks(rtt.ValueAtPercentile(99)).TotalMilliseconds,
+            Verdicts = checkers.Verdicts,
+            Pools = cluster is null ? [] : [.. cluster.LivePools().Select(p =>
+            {
+                var s = p.Pool.GetStatistics();
+                return new PoolReport(p.Name, s.Rents, s.Returns, s.Hits, s.Misses, s.Dropped, s.Outstanding);
+            })],
+            QueueHighWaters = [.. checkers.Queues.GetHighWaters().OrderByDescending(q => q.HighWater).ThenBy(q => q.Name, StringComparer.Ordinal).Take(8).Select(q => q.ToString())],
+            ServerCounters = [.. servers.Where(kv => kv.Value != 0)],
+            TransportCounters = [.. transportCounters.Where(kv => kv.Value != 0)],
+            SkippedFaults = skipped,
+        };
+    }
+
+    private static async Task PrepareAsync(Shape shape, TcpCluster cluster, SimOptions options, ScenarioChecker checker)
+    {
+        if (shape.RelayToBackend)
+        {
+            foreach (var node in cluster.PlayServers)
+            {
+                using var response = await node.Play!.CreateStage(WorkloadScenario.StageType, options.Stages + 1L, "CreateBackend", Payload.Empty).ConfigureAwait(false);
+                if (!response.IsSuccess)
+                {
+                    checker.Fail($"creating the back-end stage on {node.NodeId} failed: {ErrorCodes.Describe(response.ErrorCode)}");
+                }
+            }
+        }
+
+        if (!shape.CreateStagesOnJoin)
+        {
+            var api = cluster.ApiServers.FirstOrDefault()?.Api
+                ?? throw new InvalidOperationException($"The {shape.Name} scenario needs at least one API server (apiServers >= 1).");
+            var play = cluster.PlayServers.Select(n => n.NodeId).ToList();
+            for (var stageId = 1L; stageId <= options.Stages; stageId++)
+            {
+                var target = play[(int)((stageId - 1) % play.Count)];
+                using var response = await api.GetOrCreateStage(target, WorkloadScenario.StageType, stageId, "CreateRoom", Payload.Empty).ConfigureAwait(false);
+                if (!response.IsSuccess)
+                {
+                    checker.Fail($"the API server could not create stage {stageId} on {target}: {ErrorCodes.Describe(response.ErrorCode)}");
+                }
+            }
+        }
+    }
+
+    /// <summary>The timers scenario runs until every stage's count timer could have fired its last shot.</summary>
+    private static bool KeepsRunning(Shape shape, WorkloadStageRegistry registry, Lock registryGate, TimeProvider time)
+    {
+        if (!shape.Timers)
+        {
+            return false;
+        }
+
+        var now = time.GetTimestamp();
+        lock (registryGate)
+        {
+            return registry.Stages.Any(s => s.TimerCallbacks < TimerCount && time.GetElapsedTime(s.CreatedTicks, now) <= TimeSpan.FromMilliseconds((TimerCount + 20) * TimerPeriodMs));
+        }
+    }
+
+    private static void CheckOutcome(Shape shape, SimOptions options, WorkloadStageRegistry registry, List<TcpWorkloadDriver> drivers, ScenarioChecker checker)
+    {
+        foreach (var stage in registry.Stages.Where(s => s.CorruptPayloads > 0))
+        {
+            checker.Fail($"stage {stage.NodeId}/{stage.StageId} received {stage.CorruptPayloads} corrupt payload(s)");
+        }
+
+        if (shape.Name == "broadcast" && options.Faults.IsEmpty)
+        {
+            // Every push a room hands out reaches its member: fan-out is conserved per room.
+            foreach (var stage in registry.Stages)
+            {
+                var received = drivers.Where(d => d.StageId == stage.StageId).Sum(d => d.BroadcastsReceived);
+                if (received != stage.BroadcastPushes)
+                {
+                    checker.Fail(string.Create(CultureInfo.InvariantCulture, $"stage {stage.NodeId}/{stage.StageId} pushed {stage.BroadcastPushes} broadcasts but its members received {received}"));
+                }
+            }
+        }
+
+        if (shape.Timers)
+        {
+            foreach (var stage in registry.Stages)
+            {
+                if (stage.TimerCallbacks != TimerCount)
+                {
+                    checker.Fail(string.Create(CultureInfo.InvariantCulture, $"stage {stage.NodeId}/{stage.StageId}: count timer fired {stage.TimerCallbacks} times, expected {TimerCount}"));
+                }
+
+                if (stage.GameLoopSimulated != TimeSpan.FromMilliseconds(GameLoopStepMs) * stage.GameLoopSteps)
+                {
+                    checker.Fail($"stage {stage.NodeId}/{stage.StageId}: game loop simulated {stage.GameLoopSimulated} over {stage.GameLoopSteps} steps of {GameLoopStepMs} ms");
+                }
+            }
+        }
+
+        if (options.Faults.IsEmpty && drivers.Sum(d => d.Failed) > 0)
+        {
+            checker.Fail($"{drivers.Sum(d => d.Failed)} request(s) failed on a loopback run without faults");
+        }
+    }
+
+    /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false)
+    {
+        public static Shape? Of(IScenario scenario) => scenario switch
+        {
+            EchoScenario => new("echo", WorkloadMsgIds.Echo),
+            SendPushScenario => new("send-push", WorkloadMsgIds.SendPush, WorkloadMode.Send),
+            BroadcastScenario => new("broadcast", WorkloadMsgIds.Broadcast, WorkloadMode.Send),
+            StageToStageScenario => new("stage-to-stage", WorkloadMsgIds.Relay, RelayToBackend: true),
+            ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
+            TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
+            ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
+            _ => null,
+        };
+    }
+}
+
+/// <summary>
+/// Serialises a workload stage's create and destroy callbacks across stages: the fixtures' stage registry is a plain
+/// list written from OnCreate, which in simulation runs on one thread and here on the thread pool.
+/// </summary>
+internal sealed class RegistryGuardedStage(WorkloadStage inner, Lock registryGate) : IStage
+{
+    public ValueTask<CreateResult> OnCreate(Packet packet)
+    {
+        lock (registryGate)
+        {
+            return inner.OnCreate(packet);
+        }
+    }
+
+    public ValueTask OnPostCreate() => inner.OnPostCreate();
+
+    public ValueTask<bool> OnJoinStage(IActor actor) => inner.OnJoinStage(actor);
+
+    public ValueTask OnPostJoinStage(IActor actor) => inner.OnPostJoinStage(actor);
+
+    public ValueTask OnConnectionChanged(IActor actor, bool connected) => inner.OnConnectionChanged(actor, connected);
+
+    public ValueTask OnDispatch(IActor actor, Packet packet) => inner.OnDispatch(actor, packet);
+
+    public ValueTask OnDispatch(Packet packet) => inner.OnDispatch(packet);
+
+    public ValueTask OnDestroy()
+    {
+        lock (registryGate)
+        {
+            return inner.OnDestroy();
+        }
+    }
+}
+
+/// <summary>The client steps of a fault plan, fired by workload progress and then by the plan's spacing.</summary>
+/// <remarks>Not thread-safe; polled by the runner's loop.</remarks>
+internal sealed class ClientFaults(FaultPlan plan, List<TcpWorkloadDriver> drivers, TimeProvider time, long totalRequests)
+{
+    private readonly List<FaultStep> _steps = [.. plan.Steps.Where(s => s.Kind is FaultKind.Disconnect or FaultKind.Reconnect).OrderBy(s => s.At)];
+    private int _next;
+    private long _firstFiredTimestamp;
+
+    /// <summary>Fires every step that is due; true once all have fired.</summary>
+    public bool ApplyDue()
+    {
+        while (_next < _steps.Count)
+        {
+            var step = _steps[_next];
+            if (_next == 0)
+            {
+                if (drivers.Sum(d => (long)d.Issued) * 3 < totalRequests)
+                {
+                    return false;
+                }
+
+                _firstFiredTimestamp = time.GetTimestamp();
+            }
+            else if (time.GetElapsedTime(_firstFiredTimestamp) < step.At - _steps[0].At)
+            {
+                return false;
+            }
+
+            Fire(step);
+            _next++;
+        }
+
+        return true;
+    }
+
+    private void Fire(FaultStep step)
+    {
+        var targets = step.Target is "" or "all"
+            ? drivers
+            : [.. drivers.Where(d => long.TryParse(step.Target, NumberStyles.Integer, CultureInfo.InvariantCulture, out var id) && d.ClientId == id)];
+        foreach (var driver in targets)
+        {
+            if (step.Kind == FaultKind.Disconnect)
+            {
+                driver.HoldDisconnected();
+            }
+            else
+            {
+                _ = driver.ReconnectAsync();
+            }
+        }
+    }
+}

@@ -1,0 +1,368 @@
+using PlayHouse.Core.Codec;
+using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
+using PlayHouse.Fixtures.Workload;
+using PlayHouse.Simulation.Metrics;
+using PlayHouse.Simulation.Runs;
+using PlayHouse.Transport.Tcp;
+
+namespace PlayHouse.Sim.Tcp;
+
+/// <summary>
+/// The benchmark client of the workload scenarios over real sockets: the TCP twin of <c>WorkloadDriver</c>.
+/// Authenticate, then keep <c>InFlight</c> requests (or sends answered by pushes) going until the count is done,
+/// reporting every request to the exactly-once checker with its nonce, every broadcast push to the FIFO checker,
+/// and round trips to the RTT histogram. Requests are correlated by the workload payload's own sequence and nonce.
+/// </summary>
+/// <remarks>Thread-safe: replies arrive on I/O threads; one lock guards the driver's state.</remarks>
+internal sealed class TcpWorkloadDriver
+{
+    private readonly TcpCluster _cluster;
+    private readonly string _nodeId;
+    private readonly string _requestMsgId;
+    private readonly ScenarioContext _context;
+    private readonly TimeProvider _time;
+    private readonly LatencyHistogram _rtt;
+    private readonly Lock _rttGate;
+    private readonly Lock _gate = new();
+    private readonly IRandomSource _random;
+    private readonly Dictionary<long, (long Nonce, long SentTimestamp)> _pending = [];
+    private readonly int _target;
+    private TcpPlayClient? _client;
+    private long _nextSeq;
+    private bool _authenticated;
+    private bool _authenticating;
+    private bool _wantConnected = true;
+    private bool _stopped;
+
+    public TcpWorkloadDriver(TcpCluster cluster, string nodeId, long clientId, long stageId, string requestMsgId, ScenarioContext context, TimeProvider time, LatencyHistogram rtt, Lock rttGate)
+    {
+        _cluster = cluster;
+        _nodeId = nodeId;
+        _requestMsgId = requestMsgId;
+        _context = context;
+        _time = time;
+        _rtt = rtt;
+        _rttGate = rttGate;
+        ClientId = clientId;
+        StageId = stageId;
+        _random = new Xoshiro256StarStar(context.Random.NextUInt64());
+        _target = context.Options.WarmUpPerClient + context.Options.RequestsPerClient;
+    }
+
+    public long ClientId { get; }
+
+    public long StageId { get; }
+
+    public int Issued { get; private set; }
+
+    public int Succeeded { get; private set; }
+
+    public int Failed { get; private set; }
+
+    public long BroadcastsReceived { get; private set; }
+
+    /// <summary>
+    /// True once everything issued was answered (or failed) and nothing more will be issued for now: the count is
+    /// reached, or the client is disconnected (a fault step may reconnect it later, which makes it busy again).
+    /// </summary>
+    public bool IsDone
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return !_authenticating && _pending.Count == 0 && (Issued >= _target || !_wantConnected || _stopped || _client is not { IsConnected: true });
+            }
+        }
+    }
+
+    private string Endpoint => "client-" + ClientId;
+
+    private bool IsSend => _context.Options.Mode == WorkloadMode.Send;
+
+    public Task StartAsync()
+    {
+        _context.Checkers.Liveness.Register(ClientId, _context.Checkers.Context.NowTicks);
+        return ConnectAndAuthenticateAsync();
+    }
+
+    /// <summary>A fault step cut this client off: disconnect and stay away until <see cref="ReconnectAsync"/>.</summary>
+    public void HoldDisconnected()
+    {
+        TcpPlayClient? client;
+        lock (_gate)
+        {
+            _wantConnected = false;
+            client = _client;
+        }
+
+        _context.Checkers.Liveness.StopExpecting(ClientId);
+        client?.Abort("disconnected by the fault plan");
+    }
+
+    public Task ReconnectAsync()
+    {
+        lock (_gate)
+        {
+            _wantConnected = true;
+            if (_client is { IsConnected: true })
+            {
+                return Task.CompletedTask;
+            }
+        }
+
+        _context.Checkers.Liveness.Register(ClientId, _context.Checkers.Context.NowTicks);
+        return ConnectAndAuthenticateAsync();
+    }
+
+    public void Stop()
+    {
+        TcpPlayClient? client;
+        lock (_gate)
+        {
+            _stopped = true;
+            _wantConnected = false;
+            client = _client;
+        }
+
+        _context.Checkers.Liveness.StopExpecting(ClientId);
+        client?.Dispose();
+    }
+
+    /// <summary>Fails sends whose push did not come back within the request timeout.</summary>
+    public void SweepSends()
+    {
+        var timeout = TimeSpan.FromMilliseconds(_context.Options.RequestTimeoutMs);
+        List<long> expired;
+        lock (_gate)
+        {
+            var now = _time.GetTimestamp();
+            expired = [.. _pending.Where(p => _time.GetElapsedTime(p.Value.SentTimestamp, now) >= timeout).Select(p => p.Key).Order()];
+            foreach (var seq in expired)
+            {
+                _pending.Remove(seq);
+                Failed++;
+            }
+        }
+
+        foreach (var seq in expired)
+        {
+            _context.Checkers.Requests.OnClientRequestFailed(ClientId, seq, ErrorCodes.RequestTimeout);
+        }
+
+        if (expired.Count > 0)
+        {
+            Pump();
+        }
+    }
+
+    private async Task ConnectAndAuthenticateAsync()
+    {
+        lock (_gate)
+        {
+            _authenticated = false;
+            _authenticating = true;
+        }
+
+        TcpPlayClient client;
+        try
+        {
+            client = await _cluster.ConnectClientAsync(_nodeId, new TcpPlayClientOptions { RequestTimeout = TimeSpan.FromMilliseconds(_context.Options.RequestTimeoutMs), InFlightMax = Math.Max(2, _context.Options.InFlight + 1) }).ConfigureAwait(false);
+        }
+        catch (System.Net.Sockets.SocketException)
+        {
+            lock (_gate)
+            {
+                _authenticating = false;
+            }
+
+            return;
+        }
+
+        client.PushReceived = OnPush;
+        client.Disconnected = (_, _, _) => OnDisconnected(client);
+        lock (_gate)
+        {
+            _client = client;
+        }
+
+        var reply = await client.AuthenticateAsync(StageId, BitConverter.GetBytes(ClientId), WorkloadMsgIds.Authenticate).ConfigureAwait(false);
+        lock (_gate)
+        {
+            _authenticating = false;
+            _authenticated = reply.IsSuccess && !_stopped;
+        }
+
+        if (!reply.IsSuccess)
+        {
+            client.Disconnect("authentication failed: " + ErrorCodes.Describe(reply.ErrorCode));
+            return;
+        }
+
+        _context.Checkers.Liveness.OnProgress(ClientId, _context.Checkers.Context.NowTicks);
+        Pump();
+    }
+
+    private void OnDisconnected(TcpPlayClient client)
+    {
+        lock (_gate)
+        {
+            if (!ReferenceEquals(client, _client))
+            {
+                return;
+            }
+
+            _authenticated = false;
+        }
+    }
+
+    private void Pump()
+    {
+        while (true)
+        {
+            TcpPlayClient client;
+            long seq;
+            long nonce;
+            byte[] body;
+            lock (_gate)
+            {
+                var outstanding = _pending.Count;
+                if (!_authenticated || _client is null || Issued >= _target || outstanding >= _context.Options.InFlight)
+                {
+                    break;
+                }
+
+                client = _client;
+                seq = ++_nextSeq;
+                nonce = (long)(_random.NextUInt64() >> 1);
+                body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
+                new WorkloadPayload(ClientId, seq, nonce).Write(body);
+                _pending[seq] = (nonce, _time.GetTimestamp());
+                Issued++;
+            }
+
+            _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
+            var sent = IsSend
+                ? client.Send(_requestMsgId, StageId, body)
+                : client.Request(_requestMsgId, StageId, body, OnReply, new RequestState(this, seq)) != 0;
+            if (!sent)
+            {
+                // Refused locally (disconnected meanwhile): a failure the checker hears about, not a silent drop.
+                bool removed;
+                lock (_gate)
+                {
+                    removed = _pending.Remove(seq);
+                    if (removed)
+                    {
+                        Failed++;
+                    }
+                }
+
+                if (removed)
+                {
+                    _context.Checkers.Requests.OnClientRequestFailed(ClientId, seq, TcpPlayClient.DisconnectedErrorCode);
+                }
+
+                break;
+            }
+        }
+    }
+
+    private static void OnReply(TcpPlayClient client, in ClientReply reply)
+    {
+        var state = (RequestState)reply.State!;
+        state.Driver.Complete(state.Seq, reply);
+    }
+
+    private void Complete(long seq, in ClientReply reply)
+    {
+        long nonce;
+        long sent;
+        lock (_gate)
+        {
+            if (!_pending.Remove(seq, out var pending))
+            {
+                return;
+            }
+
+            (nonce, sent) = pending;
+            if (!reply.IsSuccess || !WorkloadPayload.TryRead(reply.Payload.Span, out var body) || body.SenderId != ClientId)
+            {
+                Failed++;
+            }
+            else
+            {
+                Succeeded++;
+            }
+        }
+
+        if (!reply.IsSuccess)
+        {
+            _context.Checkers.Requests.OnClientRequestFailed(ClientId, seq, reply.TimedOut ? ErrorCodes.RequestTimeout : reply.ErrorCode);
+        }
+        else
+        {
+            var ok = WorkloadPayload.TryRead(reply.Payload.Span, out var body) && body.SenderId == ClientId;
+            _context.Checkers.Requests.OnClientRequestCompleted(ClientId, seq, ok ? body.Nonce : long.MinValue);
+            if (ok)
+            {
+                Record(sent);
+            }
+        }
+
+        Pump();
+    }
+
+    private void OnPush(TcpPlayClient client, in ServerFrame push)
+    {
+        if (!WorkloadPayload.TryRead(push.Payload.Span, out var body))
+        {
+            _context.Checkers.Requests.OnClientRequestCompleted(ClientId, -1, long.MinValue);
+            return;
+        }
+
+        if (push.MsgId == WorkloadMsgIds.Broadcast)
+        {
+            lock (_gate)
+            {
+                BroadcastsReceived++;
+            }
+
+            _context.Checkers.Fifo.OnDelivered(Endpoint, push.StageId, body.SenderId, body.Seq);
+            if (body.SenderId != ClientId)
+            {
+                return;
+            }
+        }
+
+        long sent;
+        lock (_gate)
+        {
+            if (!_pending.Remove(body.Seq, out var pending))
+            {
+                // A push for a send that already timed out: late, never re-paired.
+                return;
+            }
+
+            sent = pending.SentTimestamp;
+            Succeeded++;
+        }
+
+        _context.Checkers.Requests.OnClientRequestCompleted(ClientId, body.Seq, body.Nonce);
+        Record(sent);
+        Pump();
+    }
+
+    private void Record(long sentTimestamp)
+    {
+        var elapsed = _time.GetElapsedTime(sentTimestamp);
+        _context.Checkers.Liveness.OnProgress(ClientId, _context.Checkers.Context.NowTicks);
+        lock (_rttGate)
+        {
+            _rtt.Record(Math.Max(1, elapsed.Ticks));
+        }
+    }
+
+    private sealed record RequestState(TcpWorkloadDriver Driver, long Seq);
+}

@@ -1,0 +1,239 @@
+using System.Net;
+using System.Net.Sockets;
+using PlayHouse.Core.Codec;
+using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
+
+namespace PlayHouse.Transport.Tcp;
+
+/// <summary>
+/// The server side of one client session over TCP, speaking PlayHouse's client protocol: bytes from the socket
+/// go through the client codec into the play server (which applies the authenticate-first rule and echoes
+/// heartbeats, before authentication too), and the server's frames are encoded into the session's capped send
+/// queue. A malformed frame, a truncated frame at close, an idle or half-sent frame past its timeout, and a
+/// reader too slow for its send queue each close the session with a logged reason and a counter; other sessions
+/// are unaffected.
+/// </summary>
+/// <remarks>Thread-safe: <see cref="TrySend"/> and <see cref="Close(string)"/> are called from any executor thread.</remarks>
+public sealed class TcpClientSession : IClientConnection
+{
+    private readonly Connection _connection;
+
+    internal TcpClientSession(Socket socket, TcpClientListener listener)
+    {
+        Listener = listener;
+        RemoteEndPoint = socket.RemoteEndPoint as IPEndPoint;
+        _connection = new Connection(this, socket, listener);
+        SessionId = listener.Server.Connect(this);
+    }
+
+    /// <summary>The play server's id for this session, unique on that server whatever the transport (B14).</summary>
+    public long SessionId { get; }
+
+    public IPEndPoint? RemoteEndPoint { get; }
+
+    internal TcpClientListener Listener { get; }
+
+    public bool IsClosed => _connection.IsClosed;
+
+    public SessionCloseReason CloseReason => _connection.CloseReason;
+
+    public string? CloseDetail => _connection.CloseDetail;
+
+    /// <summary>Encoded bytes queued or in flight to the client.</summary>
+    public int QueuedBytes => _connection.QueuedBytes;
+
+    public int QueuedBytesHighWater => _connection.QueuedBytesHighWater;
+
+    public long SendRefusals => _connection.SendRefusals;
+
+    /// <summary>True while part of a frame has arrived and the rest has not (read by the timeout sweep).</summary>
+    internal long PartialFrameSinceTimestamp => _connection.PartialFrameSinceTimestamp;
+
+    public bool TrySend(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
+    {
+        try
+        {
+            int frameBytes;
+            try
+            {
+                frameBytes = ServerFrameEncoder.GetEncodedLength(msgId, payload.Length);
+            }
+            catch (ArgumentException)
+            {
+                Listener.Counters.AddEncodeFailure();
+                return false;
+            }
+
+            if (errorCode != ErrorCodes.Success)
+            {
+                // Counted before the send, so a client that sees the error reply also sees the count.
+                Listener.Counters.AddErrorReply(errorCode);
+            }
+
+            if (!_connection.Enqueue(new ServerFrameWriter(msgId, msgSeq, stageId, errorCode, payload, frameBytes)))
+            {
+                return false;
+            }
+
+            Listener.Counters.AddFrameSent();
+            return true;
+        }
+        finally
+        {
+            // The frame was copied into the send queue (or refused): either way the payload is ours to return.
+            payload.DisposeIfOwner();
+        }
+    }
+
+    /// <summary>The play server closes the session (first message not authentication, a newer login, ...).</summary>
+    public void Close(string reason) => _connection.Close(SessionCloseReason.ClosedByServer, reason);
+
+    /// <summary>Closes the session with a transport reason.</summary>
+    public bool Close(SessionCloseReason reason, string detail) => _connection.Close(reason, detail);
+
+    internal void Start() => _connection.Start();
+
+    /// <summary>Applies the idle, frame and slow-reader timeouts; called by the listener's one sweep timer.</summary>
+    internal void CheckTimeouts(long nowTimestamp, TimeProvider time, TcpTransportOptions options)
+    {
+        if (_connection.IsClosed)
+        {
+            return;
+        }
+
+        var partialSince = _connection.PartialFrameSinceTimestamp;
+        if (partialSince != 0 && time.GetElapsedTime(partialSince, nowTimestamp) > options.FrameTimeout)
+        {
+            _connection.Close(SessionCloseReason.FrameTimeout, $"a frame started {time.GetElapsedTime(partialSince, nowTimestamp).TotalMilliseconds:F0} ms ago is still incomplete (frame timeout {options.FrameTimeout.TotalMilliseconds:F0} ms)");
+            return;
+        }
+
+        var lastReceive = _connection.LastReceiveTimestamp;
+        if (time.GetElapsedTime(lastReceive, nowTimestamp) > options.IdleTimeout)
+        {
+            _connection.Close(SessionCloseReason.IdleTimeout, $"nothing received for {time.GetElapsedTime(lastReceive, nowTimestamp).TotalMilliseconds:F0} ms (idle timeout {options.IdleTimeout.TotalMilliseconds:F0} ms)");
+            return;
+        }
+
+        var fullSince = _connection.QueueFullSinceTimestamp;
+        if (fullSince != 0 && time.GetElapsedTime(fullSince, nowTimestamp) > options.SlowReaderTimeout)
+        {
+            _connection.Close(SessionCloseReason.SlowReader, $"the send queue has been at its cap of {options.SendQueueBytesMax} B for {time.GetElapsedTime(fullSince, nowTimestamp).TotalMilliseconds:F0} ms (slow-reader timeout {options.SlowReaderTimeout.TotalMilliseconds:F0} ms)");
+        }
+    }
+
+    public override string ToString() => $"TcpClientSession({SessionId}, {RemoteEndPoint})";
+
+    /// <summary>The socket side of the session.</summary>
+    private sealed class Connection : SocketConnection
+    {
+        private readonly TcpClientSession _session;
+        private readonly TcpClientListener _listener;
+        private readonly PlayServer _server;
+        private readonly ClientFrameDecoder _decoder;
+        private long _partialFrameSinceTimestamp;
+
+        public Connection(TcpClientSession session, Socket socket, TcpClientListener listener)
+            : base(socket, listener.Server.Pool, new ConnectionLimits(listener.Options.ReceiveBufferBytes, listener.Options.SendQueueBytesMax, FlushExecutor: listener.Options.BatchSends ? listener.Server.Executor : null), listener.Time, listener.Counters)
+        {
+            _session = session;
+            _listener = listener;
+            _server = listener.Server;
+            _decoder = new ClientFrameDecoder(_server.Pool, listener.MsgIds, new FrameDecoderOptions { MaxBodyBytes = listener.Options.MaxBodyBytes, PayloadOwner = "session-receive" });
+        }
+
+        public long PartialFrameSinceTimestamp => Volatile.Read(ref _partialFrameSinceTimestamp);
+
+        public bool Enqueue(in ServerFrameWriter writer) => TryEnqueue(writer);
+
+        protected override void OnReceived(ReadOnlySpan<byte> data)
+        {
+            long frames = 0;
+            try
+            {
+                while (_decoder.TryDecode(ref data, out var frame))
+                {
+                    frames++;
+                    if (_listener.IsDraining)
+                    {
+                        RefuseWhileDraining(frame);
+                    }
+                    else
+                    {
+                        // Ownership of the payload passes to the server; it may close this session synchronously.
+                        _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                    }
+
+                    if (IsClosed)
+                    {
+                        // Bytes after the closing frame are never decoded, so no buffer is rented for them.
+                        return;
+                    }
+                }
+            }
+            catch (FrameDecodeException e)
+            {
+                Counters.AddMalformed(e.Error);
+                Close(SessionCloseReason.MalformedFrame, e.Message);
+                return;
+            }
+            finally
+            {
+                Counters.AddFramesReceived(frames);
+            }
+
+            if (_decoder.HasPartialFrame)
+            {
+                if (Volatile.Read(ref _partialFrameSinceTimestamp) == 0)
+                {
+                    Volatile.Write(ref _partialFrameSinceTimestamp, Math.Max(1, Time.GetTimestamp()));
+                }
+            }
+            else
+            {
+                Volatile.Write(ref _partialFrameSinceTimestamp, 0);
+            }
+        }
+
+        protected override void OnEndOfStream()
+        {
+            try
+            {
+                _decoder.Complete();
+            }
+            catch (FrameDecodeException e)
+            {
+                Counters.AddMalformed(e.Error);
+                Close(SessionCloseReason.MalformedFrame, e.Message);
+            }
+        }
+
+        protected override void OnReceiveEnded() => _decoder.Dispose();
+
+        protected override void OnClosed(SessionCloseReason reason, string detail)
+        {
+            // The server may have removed the session already (it asked for the close); Disconnect is then a no-op.
+            _server.Disconnect(_session.SessionId);
+            _listener.OnSessionClosed(_session, reason, detail);
+        }
+
+        protected override void OnFinished() => _listener.OnSessionFinished(_session);
+
+        private void RefuseWhileDraining(in ClientFrame frame)
+        {
+            frame.Payload.DisposeIfOwner();
+            if (frame.IsHeartbeat)
+            {
+                _session.TrySend(WireProtocol.HeartbeatMsgId, frame.MsgSeq, frame.StageId, ErrorCodes.Success, Payload.Empty);
+                return;
+            }
+
+            Counters.AddRefusedWhileStopping();
+            if (frame.IsRequest)
+            {
+                _session.TrySend(frame.MsgId, frame.MsgSeq, frame.StageId, ErrorCodes.ServerStopping, Payload.Empty);
+            }
+        }
+    }
+}

@@ -1,0 +1,403 @@
+using System.Net;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
+
+namespace PlayHouse.Transport.Tcp;
+
+/// <summary>A stage type as the cluster registers it on every play server.</summary>
+public sealed record TcpStageType(string Name, Func<IStageLink, IStage> StageFactory, Func<IActorLink, IActor> ActorFactory);
+
+public enum TcpNodeKind
+{
+    Play,
+    Api,
+}
+
+/// <summary>
+/// Builds a real-socket cluster on loopback, mirroring <c>SimClusterBuilder</c>: play servers (each with a client
+/// listener) and API servers, all joined by the TCP mesh, on the real seams (system clock, thread pool, entropy).
+/// This is the composition root of real mode.
+/// </summary>
+public sealed class TcpClusterBuilder
+{
+    private readonly List<TcpStageType> _stageTypes = [];
+    private readonly List<Action<ApiServer>> _apiSetups = [];
+    private int _playServers = 1;
+    private int _apiServers;
+    private ServerOptions _serverOptions = new();
+    private TcpTransportOptions _transportOptions = new();
+    private TcpMeshOptions _meshOptions = new();
+    private bool _checkedPools = true;
+    private TimeProvider? _time;
+    private ILoggerFactory? _loggers;
+    private Func<TcpCluster, RuntimeObserver>? _observer;
+
+    public TcpClusterBuilder WithPlayServers(int count)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+        _playServers = count;
+        return this;
+    }
+
+    public TcpClusterBuilder WithApiServers(int count)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(count);
+        _apiServers = count;
+        return this;
+    }
+
+    public TcpClusterBuilder WithStage(string name, Func<IStageLink, IStage> stageFactory, Func<IActorLink, IActor> actorFactory)
+    {
+        _stageTypes.Add(new TcpStageType(name, stageFactory, actorFactory));
+        return this;
+    }
+
+    public TcpClusterBuilder WithApiHandlers(Action<ApiServer> setup)
+    {
+        _apiSetups.Add(setup);
+        return this;
+    }
+
+    public TcpClusterBuilder WithServerOptions(ServerOptions options)
+    {
+        _serverOptions = options;
+        return this;
+    }
+
+    public TcpClusterBuilder WithTransportOptions(TcpTransportOptions options)
+    {
+        _transportOptions = options;
+        return this;
+    }
+
+    public TcpClusterBuilder WithMeshOptions(TcpMeshOptions options)
+    {
+        _meshOptions = options;
+        return this;
+    }
+
+    /// <summary>Checked pools keep a ledger of every buffer (on by default; benchmarks turn it off).</summary>
+    public TcpClusterBuilder WithCheckedPools(bool checkedPools)
+    {
+        _checkedPools = checkedPools;
+        return this;
+    }
+
+    /// <summary>The clock of the nodes and transports; the system clock by default.</summary>
+    public TcpClusterBuilder WithTime(TimeProvider time)
+    {
+        _time = time;
+        return this;
+    }
+
+    public TcpClusterBuilder WithLogging(ILoggerFactory loggers)
+    {
+        _loggers = loggers;
+        return this;
+    }
+
+    /// <summary>The observer every node reports to (checkers); made once the cluster object exists, before nodes start.</summary>
+    public TcpClusterBuilder WithObserver(Func<TcpCluster, RuntimeObserver> observer)
+    {
+        _observer = observer;
+        return this;
+    }
+
+    /// <summary>Starts every node on 127.0.0.1 with OS-chosen ports and joins them into one mesh.</summary>
+    public TcpCluster Build()
+    {
+        var cluster = new TcpCluster(_time ?? RealTime.System, _loggers ?? NullLoggerFactory.Instance, _transportOptions, _meshOptions);
+        cluster.Observer = _observer?.Invoke(cluster) ?? RuntimeObserver.None;
+        try
+        {
+            for (var i = 1; i <= _playServers; i++)
+            {
+                cluster.AddNode($"play-{i}", TcpNodeKind.Play, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
+            }
+
+            for (var i = 1; i <= _apiServers; i++)
+            {
+                cluster.AddNode($"api-{i}", TcpNodeKind.Api, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
+            }
+
+            cluster.JoinMesh();
+        }
+        catch
+        {
+            cluster.Stop();
+            throw;
+        }
+
+        return cluster;
+    }
+}
+
+/// <summary>One server process of a <see cref="TcpCluster"/>.</summary>
+public sealed class TcpNode
+{
+    internal TcpNode(string nodeId, TcpNodeKind kind, ServerNode server, MessagePool pool, TcpMeshTransport mesh, TcpClientListener? listener)
+    {
+        NodeId = nodeId;
+        Kind = kind;
+        Server = server;
+        Pool = pool;
+        Mesh = mesh;
+        Listener = listener;
+    }
+
+    public string NodeId { get; }
+
+    public TcpNodeKind Kind { get; }
+
+    public ServerNode Server { get; }
+
+    public PlayServer? Play => Server as PlayServer;
+
+    public ApiServer? Api => Server as ApiServer;
+
+    public MessagePool Pool { get; }
+
+    public TcpMeshTransport Mesh { get; }
+
+    /// <summary>The client listener (play servers only).</summary>
+    public TcpClientListener? Listener { get; }
+
+    /// <summary>Where clients connect (play servers only).</summary>
+    public IPEndPoint? ClientEndPoint => Listener?.LocalEndPoint;
+
+    public override string ToString() => $"{NodeId} (clients {ClientEndPoint}, mesh {Mesh.LocalEndPoint})";
+}
+
+/// <summary>
+/// A running real-socket cluster on loopback: its nodes, their client listeners and mesh, and helpers to connect
+/// clients and to wind everything down to quiescence so the pool ledgers can be checked.
+/// </summary>
+/// <remarks>Thread-safe for the verbs; build and stop from one thread.</remarks>
+public sealed class TcpCluster : IAsyncDisposable
+{
+    /// <summary>How often a drain or completion with no event to wait on is checked.</summary>
+    private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(5);
+
+    private readonly List<TcpNode> _nodes = [];
+    private readonly Dictionary<string, TcpNode> _byId = new(StringComparer.Ordinal);
+    private readonly ILoggerFactory _loggers;
+    private readonly TcpTransportOptions _transportOptions;
+    private readonly TcpMeshOptions _meshOptions;
+    private bool _stopped;
+
+    internal TcpCluster(TimeProvider time, ILoggerFactory loggers, TcpTransportOptions transportOptions, TcpMeshOptions meshOptions)
+    {
+        Time = time;
+        _loggers = loggers;
+        _transportOptions = transportOptions;
+        _meshOptions = meshOptions;
+    }
+
+    public TimeProvider Time { get; }
+
+    public RuntimeObserver Observer { get; internal set; } = RuntimeObserver.None;
+
+    public IReadOnlyList<TcpNode> Nodes => _nodes;
+
+    public IEnumerable<TcpNode> PlayServers => _nodes.Where(n => n.Kind == TcpNodeKind.Play);
+
+    public IEnumerable<TcpNode> ApiServers => _nodes.Where(n => n.Kind == TcpNodeKind.Api);
+
+    /// <summary>The pool client connectors made by <see cref="ConnectClientAsync"/> decode into (checked).</summary>
+    public MessagePool ClientPool { get; } = new(new MessagePoolOptions { CheckedMode = true, Name = "tcp-clients" });
+
+    public TcpNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
+
+    /// <summary>Pools whose ledgers must be empty at quiescence: every node's and the clients'.</summary>
+    public IEnumerable<(string Name, MessagePool Pool)> LivePools()
+    {
+        foreach (var node in _nodes)
+        {
+            yield return (node.NodeId, node.Pool);
+        }
+
+        yield return ("clients", ClientPool);
+    }
+
+    /// <summary>Connects a client connector to a play server (the first one by default).</summary>
+    public Task<TcpPlayClient> ConnectClientAsync(string? playNodeId = null, TcpPlayClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        var node = playNodeId is null ? PlayServers.First() : Node(playNodeId);
+        var endPoint = node.ClientEndPoint ?? throw new InvalidOperationException($"{node.NodeId} takes no clients.");
+        return TcpPlayClient.ConnectAsync(endPoint, (options ?? new TcpPlayClientOptions()) with { Pool = options?.Pool ?? ClientPool, Time = options?.Time ?? Time }, cancellationToken);
+    }
+
+    /// <summary>Resets the mesh link from <paramref name="fromNodeId"/> to <paramref name="toNodeId"/>; the next send reconnects.</summary>
+    public bool BreakMeshLink(string fromNodeId, string toNodeId) => Node(fromNodeId).Mesh.BreakLink(toNodeId);
+
+    /// <summary>
+    /// Winds down to quiescence: closes client sessions, waits for every session to return its buffers, closes
+    /// every stage and waits until stages are gone and nothing is in flight, then stops the mesh and waits for its
+    /// links to return their buffers, or until <paramref name="timeout"/> passes. Returns true when everything went
+    /// quiet in time; the cluster takes no more traffic after it.
+    /// </summary>
+    public async Task<bool> QuiesceAsync(TimeSpan timeout, CancellationToken cancellationToken = default)
+    {
+        var deadline = Time.GetTimestamp() + (long)(timeout.Ticks * (double)Time.TimestampFrequency / TimeSpan.TicksPerSecond);
+        foreach (var node in PlayServers)
+        {
+            node.Listener!.CloseAll(SessionCloseReason.ServerStopping, "cluster winding down");
+        }
+
+        foreach (var node in PlayServers)
+        {
+            if (!await WaitAsync(node.Listener!.WhenAllSessionsFinished(), deadline, cancellationToken).ConfigureAwait(false))
+            {
+                return false;
+            }
+        }
+
+        foreach (var node in PlayServers)
+        {
+            foreach (var stage in node.Play!.GetStageStatistics())
+            {
+                node.Play.CloseStage(stage.StageId);
+            }
+        }
+
+        if (!await PollAsync(IsQuiet, deadline, cancellationToken).ConfigureAwait(false))
+        {
+            return false;
+        }
+
+        // Mesh links hold buffers while open; stopping the mesh returns them, so the ledgers can be checked.
+        foreach (var node in _nodes)
+        {
+            node.Mesh.Dispose();
+        }
+
+        foreach (var node in _nodes)
+        {
+            if (!await WaitAsync(node.Mesh.WhenAllLinksFinished(), deadline, cancellationToken).ConfigureAwait(false))
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
+
+    /// <summary>True when no stage, no pending or unanswered request, and no session is left on any node.</summary>
+    public bool IsQuiet() =>
+        _nodes.All(n => n.Server.PendingRequestCount == 0 && n.Server.UnansweredRequestCount == 0
+            && (n.Play is null || (n.Play.StageCount == 0 && n.Play.SessionCount == 0 && n.Listener!.UnfinishedSessionCount == 0)));
+
+    public async ValueTask DisposeAsync()
+    {
+        Stop();
+        foreach (var node in PlayServers)
+        {
+            await WaitAsync(node.Listener!.WhenAllSessionsFinished(), Time.GetTimestamp() + Time.TimestampFrequency * 10, CancellationToken.None).ConfigureAwait(false);
+        }
+    }
+
+    internal void Stop()
+    {
+        if (_stopped)
+        {
+            return;
+        }
+
+        _stopped = true;
+        foreach (var node in _nodes)
+        {
+            node.Listener?.Dispose();
+            node.Mesh.Dispose();
+            node.Server.Dispose();
+        }
+    }
+
+    internal void AddNode(string nodeId, TcpNodeKind kind, ServerOptions serverOptions, bool checkedPools, IReadOnlyList<TcpStageType> stageTypes, IReadOnlyList<Action<ApiServer>> apiSetups)
+    {
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = checkedPools, Name = nodeId });
+        var seams = new NodeSeams(Time, ThreadPoolExecutor.Instance, EntropyRandomSource.Create(), pool) { Observer = Observer };
+        ServerNode server;
+        TcpClientListener? listener = null;
+        if (kind == TcpNodeKind.Play)
+        {
+            var play = new PlayServer(nodeId, seams, serverOptions);
+            foreach (var type in stageTypes)
+            {
+                play.RegisterStage(type.Name, type.StageFactory, type.ActorFactory);
+            }
+
+            server = play;
+            listener = new TcpClientListener(play, _transportOptions, _loggers.CreateLogger("PlayHouse.Transport.Tcp." + nodeId), Time);
+        }
+        else
+        {
+            var api = new ApiServer(nodeId, seams, serverOptions);
+            foreach (var setup in apiSetups)
+            {
+                setup(api);
+            }
+
+            server = api;
+        }
+
+        var mesh = new TcpMeshTransport(server, _meshOptions, _loggers.CreateLogger("PlayHouse.Transport.Tcp.Mesh." + nodeId), Time);
+        server.Mesh = mesh;
+        var node = new TcpNode(nodeId, kind, server, pool, mesh, listener);
+        _nodes.Add(node);
+        _byId.Add(nodeId, node);
+        mesh.Start(new IPEndPoint(IPAddress.Loopback, 0));
+        listener?.Start(new IPEndPoint(IPAddress.Loopback, 0));
+    }
+
+    internal void JoinMesh()
+    {
+        foreach (var node in _nodes)
+        {
+            foreach (var peer in _nodes)
+            {
+                if (!ReferenceEquals(node, peer))
+                {
+                    node.Mesh.AddPeer(peer.NodeId, peer.Mesh.LocalEndPoint!);
+                }
+            }
+        }
+    }
+
+    private async Task<bool> WaitAsync(Task task, long deadlineTimestamp, CancellationToken cancellationToken)
+    {
+        var remaining = Time.GetElapsedTime(Time.GetTimestamp(), deadlineTimestamp);
+        if (remaining <= TimeSpan.Zero)
+        {
+            return task.IsCompleted;
+        }
+
+        try
+        {
+            await task.WaitAsync(remaining, Time, cancellationToken).ConfigureAwait(false);
+            return true;
+        }
+        catch (TimeoutException)
+        {
+            return false;
+        }
+    }
+
+    private async Task<bool> PollAsync(Func<bool> condition, long deadlineTimestamp, CancellationToken cancellationToken)
+    {
+        // Quiescence has no event to wait on (stage turns end on the thread pool), so it is checked every few ms.
+        while (!condition())
+        {
+            if (Time.GetTimestamp() >= deadlineTimestamp)
+            {
+                return false;
+            }
+
+            await Task.Delay(PollInterval, Time, cancellationToken).ConfigureAwait(false);
+        }
+
+        return true;
+    }
+}

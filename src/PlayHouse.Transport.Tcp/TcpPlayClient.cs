@@ -1,0 +1,644 @@
+using System.Net;
+using System.Net.Sockets;
+using PlayHouse.Core.Codec;
+using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
+
+namespace PlayHouse.Transport.Tcp;
+
+/// <summary>Options of a <see cref="TcpPlayClient"/>. The defaults are PlayHouse's client defaults where it has them.</summary>
+public sealed record TcpPlayClientOptions
+{
+    /// <summary>The pool reply and push payloads are decoded into; null gives the client a private unchecked pool.</summary>
+    public MessagePool? Pool { get; init; }
+
+    /// <summary>The clock of request timeouts and heartbeats; null uses the system clock.</summary>
+    public TimeProvider? Time { get; init; }
+
+    /// <summary>Every request of this client has this timeout, so deadlines expire in send order.</summary>
+    public TimeSpan RequestTimeout { get; init; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>Sends a heartbeat this often while connected; null sends none (PlayHouse clients use 10 s).</summary>
+    public TimeSpan? HeartbeatInterval { get; init; }
+
+    /// <summary>Requests pending at once; further requests are refused (Request returns 0).</summary>
+    public int InFlightMax { get; init; } = 1024;
+
+    /// <summary>Encoded bytes queued for sending before sends are refused.</summary>
+    public int SendQueueBytesMax { get; init; } = 4 * 1024 * 1024;
+
+    public int ReceiveBufferBytes { get; init; } = 16 * 1024;
+
+    /// <summary>Inflates compressed (OriginalSize &gt; 0) server frames; null treats them as malformed.</summary>
+    public IPayloadDecompressor? Decompressor { get; init; }
+
+    public bool NoDelay { get; init; } = true;
+
+    public void Validate()
+    {
+        if (RequestTimeout <= TimeSpan.Zero || InFlightMax < 1 || InFlightMax >= ushort.MaxValue || SendQueueBytesMax < 1024 || ReceiveBufferBytes < 256
+            || (HeartbeatInterval is { } heartbeat && heartbeat <= TimeSpan.Zero))
+        {
+            throw new ArgumentException("TcpPlayClientOptions has a value out of range.");
+        }
+    }
+}
+
+/// <summary>
+/// How a request ended, as a reply handler sees it. <see cref="Payload"/> is valid only during the handler call
+/// (the buffer goes back to the pool after it).
+/// </summary>
+public readonly struct ClientReply(ushort msgSeq, string msgId, ushort errorCode, ReadOnlyMemory<byte> payload, bool timedOut, bool disconnected, object? state)
+{
+    public ushort MsgSeq { get; } = msgSeq;
+
+    public string MsgId { get; } = msgId;
+
+    public ushort ErrorCode { get; } = errorCode;
+
+    public ReadOnlyMemory<byte> Payload { get; } = payload;
+
+    /// <summary>No reply arrived within the request timeout.</summary>
+    public bool TimedOut { get; } = timedOut;
+
+    /// <summary>The connection closed before a reply arrived.</summary>
+    public bool Disconnected { get; } = disconnected;
+
+    /// <summary>The state passed to <see cref="TcpPlayClient.Request"/>.</summary>
+    public object? State { get; } = state;
+
+    public bool IsSuccess => !TimedOut && !Disconnected && ErrorCode == ErrorCodes.Success;
+}
+
+/// <summary>A request's outcome with its payload copied out, for <see cref="TcpPlayClient.RequestAsync"/>.</summary>
+public sealed record TcpReply(ushort MsgSeq, string MsgId, ushort ErrorCode, byte[] Payload, bool TimedOut, bool Disconnected)
+{
+    public bool IsSuccess => !TimedOut && !Disconnected && ErrorCode == ErrorCodes.Success;
+}
+
+/// <summary>Receives each reply (or timeout, or disconnect) of a request exactly once.</summary>
+public delegate void ClientReplyHandler(TcpPlayClient client, in ClientReply reply);
+
+/// <summary>Receives each push (a frame with sequence 0). The frame's payload is valid only during the call.</summary>
+public delegate void ClientPushHandler(TcpPlayClient client, in ServerFrame push);
+
+/// <summary>Counters of one <see cref="TcpPlayClient"/>.</summary>
+/// <remarks>Thread-safe.</remarks>
+public sealed class TcpPlayClientStatistics
+{
+    private long _requestsSent;
+    private long _replies;
+    private long _timeouts;
+    private long _lateOrUnknownReplies;
+    private long _pushes;
+    private long _sendsSent;
+    private long _requestsRefused;
+    private long _heartbeatsSent;
+    private long _heartbeatsReceived;
+    private long _failedByDisconnect;
+
+    public long RequestsSent => Volatile.Read(ref _requestsSent);
+
+    public long Replies => Volatile.Read(ref _replies);
+
+    public long Timeouts => Volatile.Read(ref _timeouts);
+
+    /// <summary>Replies whose request had timed out or was never sent: counted and dropped, never turned into a push (B12).</summary>
+    public long LateOrUnknownReplies => Volatile.Read(ref _lateOrUnknownReplies);
+
+    public long Pushes => Volatile.Read(ref _pushes);
+
+    public long SendsSent => Volatile.Read(ref _sendsSent);
+
+    /// <summary>Requests and sends refused: not connected, the in-flight cap reached, or the send queue full.</summary>
+    public long RequestsRefused => Volatile.Read(ref _requestsRefused);
+
+    public long HeartbeatsSent => Volatile.Read(ref _heartbeatsSent);
+
+    public long HeartbeatsReceived => Volatile.Read(ref _heartbeatsReceived);
+
+    /// <summary>Pending requests completed as disconnected when the connection closed.</summary>
+    public long FailedByDisconnect => Volatile.Read(ref _failedByDisconnect);
+
+    internal void AddRequestSent() => Interlocked.Increment(ref _requestsSent);
+
+    internal void AddReply() => Interlocked.Increment(ref _replies);
+
+    internal void AddTimeout() => Interlocked.Increment(ref _timeouts);
+
+    internal void AddLateOrUnknownReply() => Interlocked.Increment(ref _lateOrUnknownReplies);
+
+    internal void AddPush() => Interlocked.Increment(ref _pushes);
+
+    internal void AddSendSent() => Interlocked.Increment(ref _sendsSent);
+
+    internal void AddRequestRefused() => Interlocked.Increment(ref _requestsRefused);
+
+    internal void AddHeartbeatSent() => Interlocked.Increment(ref _heartbeatsSent);
+
+    internal void AddHeartbeatReceived() => Interlocked.Increment(ref _heartbeatsReceived);
+
+    internal void AddFailedByDisconnect() => Interlocked.Increment(ref _failedByDisconnect);
+}
+
+/// <summary>
+/// Our own client connector for PlayHouse's TCP protocol, for tests and the benchmark client: connect, authenticate,
+/// request/reply correlated by the 16-bit sequence (a sequence still pending is never reused, so a wrapped sequence
+/// never pairs with an old request), one-way send, pushes, heartbeats and request timeouts. A reply arriving after
+/// its timeout is counted, never mistaken for a push. The socket runs on completion callbacks like the server's
+/// sessions; the callback form of <see cref="Request"/> allocates nothing per request.
+/// </summary>
+/// <remarks>
+/// Thread-safe: requests may be issued from any thread. Reply handlers run on I/O threads (or the timer thread for
+/// timeouts), one call per request; handlers of different requests may run concurrently.
+/// </remarks>
+public sealed class TcpPlayClient : IDisposable
+{
+    /// <summary>The error code a pending request completes with when the connection closes (client-side only, never on the wire).</summary>
+    public const ushort DisconnectedErrorCode = 60100;
+
+    private const int NoSlot = -1;
+
+    private static readonly ClientReplyHandler CompleteTaskHandler = CompleteTask;
+
+    private readonly TcpPlayClientOptions _options;
+    private readonly Connection _connection;
+    private readonly Lock _gate = new();
+    private readonly Dictionary<ushort, int> _slotBySeq;
+    private readonly PendingSlot[] _slots;
+    private readonly int[] _freeSlots;
+    private readonly PendingSlot[] _expired;
+    private readonly ITimer _timeoutTimer;
+    private readonly ITimer? _heartbeatTimer;
+    private readonly TaskCompletionSource<SessionCloseReason> _closed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private int _freeCount;
+    private ushort _lastSeq;
+    private int _head = NoSlot;
+    private int _tail = NoSlot;
+    private long _armedDeadlineTimestamp = long.MaxValue;
+    private bool _connectionClosed;
+
+    private TcpPlayClient(Socket socket, TcpPlayClientOptions options)
+    {
+        _options = options;
+        Time = options.Time ?? RealTime.System;
+        Pool = options.Pool ?? new MessagePool();
+        var inFlightMax = options.InFlightMax;
+        _slots = new PendingSlot[inFlightMax];
+        _expired = new PendingSlot[inFlightMax];
+        _freeSlots = new int[inFlightMax];
+        for (var i = 0; i < inFlightMax; i++)
+        {
+            _freeSlots[i] = inFlightMax - 1 - i;
+        }
+
+        _freeCount = inFlightMax;
+        _slotBySeq = new Dictionary<ushort, int>(inFlightMax);
+        RemoteEndPoint = socket.RemoteEndPoint as IPEndPoint;
+        LocalEndPoint = socket.LocalEndPoint as IPEndPoint;
+        _connection = new Connection(this, socket);
+        _timeoutTimer = Time.CreateTimer(static s => ((TcpPlayClient)s!).ExpireDue(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        if (options.HeartbeatInterval is { } interval)
+        {
+            _heartbeatTimer = Time.CreateTimer(static s => ((TcpPlayClient)s!).SendHeartbeat(), this, interval, interval);
+        }
+    }
+
+    public TimeProvider Time { get; }
+
+    /// <summary>The pool reply and push payloads come from.</summary>
+    public MessagePool Pool { get; }
+
+    public IPEndPoint? RemoteEndPoint { get; }
+
+    public IPEndPoint? LocalEndPoint { get; }
+
+    public TcpPlayClientStatistics Statistics { get; } = new();
+
+    /// <summary>Socket-level counters of this client's one connection.</summary>
+    public TcpTransportCounters Counters => _connection.CountersOf;
+
+    public bool IsConnected => !_connection.IsClosed;
+
+    public SessionCloseReason CloseReason => _connection.CloseReason;
+
+    public string? CloseDetail => _connection.CloseDetail;
+
+    /// <summary>Completes with the close reason once the connection is closed and every buffer is returned.</summary>
+    public Task<SessionCloseReason> Closed => _closed.Task;
+
+    /// <summary>Requests pending now.</summary>
+    public int InFlight
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _slotBySeq.Count;
+            }
+        }
+    }
+
+    public int InFlightHighWater { get; private set; }
+
+    /// <summary>Free for the owner (a workload driver), so handlers can be static and allocate nothing.</summary>
+    public object? Tag { get; set; }
+
+    /// <summary>Called for each push. Set before pushes can arrive (before authenticating).</summary>
+    public ClientPushHandler? PushReceived { get; set; }
+
+    /// <summary>Called once when the connection closes, after pending requests were completed as disconnected.</summary>
+    public Action<TcpPlayClient, SessionCloseReason, string>? Disconnected { get; set; }
+
+    /// <summary>Connects to a play server.</summary>
+    public static async Task<TcpPlayClient> ConnectAsync(EndPoint server, TcpPlayClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(server);
+        options ??= new TcpPlayClientOptions();
+        options.Validate();
+        var socket = new Socket(server.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = options.NoDelay };
+        try
+        {
+            await socket.ConnectAsync(server, cancellationToken).ConfigureAwait(false);
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+
+        var client = new TcpPlayClient(socket, options);
+        client._connection.Start();
+        return client;
+    }
+
+    /// <summary>
+    /// Sends a request; returns its sequence, or 0 (refused, counted) when disconnected, at the in-flight cap, or
+    /// with the send queue full. <paramref name="onReply"/> runs exactly once: reply, timeout or disconnect.
+    /// </summary>
+    public ushort Request(string msgId, long stageId, ReadOnlySpan<byte> payload, ClientReplyHandler onReply, object? state = null)
+    {
+        ArgumentNullException.ThrowIfNull(onReply);
+        var frameBytes = ClientFrameEncoder.GetEncodedLength(msgId, payload.Length);
+        ushort seq;
+        int slot;
+        bool arm;
+        lock (_gate)
+        {
+            if (_connectionClosed || _freeCount == 0)
+            {
+                Statistics.AddRequestRefused();
+                return 0;
+            }
+
+            seq = NextSeqLocked();
+            slot = _freeSlots[--_freeCount];
+            var deadline = Time.GetTimestamp() + TimestampTicks(_options.RequestTimeout);
+            _slots[slot] = new PendingSlot { Seq = seq, DeadlineTimestamp = deadline, Handler = onReply, State = state, Prev = _tail, Next = NoSlot };
+            LinkLocked(slot);
+            _slotBySeq.Add(seq, slot);
+            if (_slotBySeq.Count > InFlightHighWater)
+            {
+                InFlightHighWater = _slotBySeq.Count;
+            }
+
+            arm = deadline < _armedDeadlineTimestamp;
+            if (arm)
+            {
+                _armedDeadlineTimestamp = deadline;
+            }
+        }
+
+        // Registered before it is sent, so a reply can never arrive for an unknown sequence.
+        if (!_connection.Enqueue(new ClientFrameWriter(msgId, seq, stageId, payload, frameBytes)))
+        {
+            bool removed;
+            lock (_gate)
+            {
+                removed = _slotBySeq.Remove(seq);
+                if (removed)
+                {
+                    ReleaseLocked(slot);
+                }
+            }
+
+            if (!removed)
+            {
+                // The connection closed meanwhile and already completed this request as disconnected: exactly once holds.
+                return seq;
+            }
+
+            Statistics.AddRequestRefused();
+            return 0;
+        }
+
+        Statistics.AddRequestSent();
+        if (arm)
+        {
+            ArmTimer();
+        }
+
+        return seq;
+    }
+
+    /// <summary>Sends a request and awaits its outcome, with the payload copied out.</summary>
+    public Task<TcpReply> RequestAsync(string msgId, long stageId, ReadOnlySpan<byte> payload)
+    {
+        var completion = new TaskCompletionSource<TcpReply>(TaskCreationOptions.RunContinuationsAsynchronously);
+        if (Request(msgId, stageId, payload, CompleteTaskHandler, completion) == 0)
+        {
+            completion.TrySetResult(new TcpReply(0, msgId, DisconnectedErrorCode, [], TimedOut: false, Disconnected: !IsConnected));
+        }
+
+        return completion.Task;
+    }
+
+    /// <summary>Authenticates into a stage: PlayHouse's first message.</summary>
+    public Task<TcpReply> AuthenticateAsync(long stageId, ReadOnlySpan<byte> payload, string msgId = "AuthenticateRequest") =>
+        RequestAsync(msgId, stageId, payload);
+
+    /// <summary>Sends a one-way message (sequence 0); false when disconnected or the send queue is full.</summary>
+    public bool Send(string msgId, long stageId, ReadOnlySpan<byte> payload)
+    {
+        var frameBytes = ClientFrameEncoder.GetEncodedLength(msgId, payload.Length);
+        if (!_connection.Enqueue(new ClientFrameWriter(msgId, 0, stageId, payload, frameBytes)))
+        {
+            Statistics.AddRequestRefused();
+            return false;
+        }
+
+        Statistics.AddSendSent();
+        return true;
+    }
+
+    /// <summary>Sends one heartbeat now.</summary>
+    public bool SendHeartbeat()
+    {
+        var frameBytes = ClientFrameEncoder.GetEncodedLength(WireProtocol.HeartbeatMsgId, 0);
+        if (!_connection.Enqueue(new ClientFrameWriter(WireProtocol.HeartbeatMsgId, 0, 0, [], frameBytes)))
+        {
+            return false;
+        }
+
+        Statistics.AddHeartbeatSent();
+        return true;
+    }
+
+    /// <summary>Closes the connection; pending requests complete as disconnected.</summary>
+    public void Disconnect(string reason = "client disconnect") => _connection.Close(SessionCloseReason.LocalClose, reason);
+
+    /// <summary>Resets the connection (RST, not FIN): the abrupt break a crashed client causes.</summary>
+    public void Abort(string reason = "client abort") => _connection.Abort(reason);
+
+    public void Dispose()
+    {
+        Disconnect("disposed");
+        _timeoutTimer.Dispose();
+        _heartbeatTimer?.Dispose();
+    }
+
+    private static void CompleteTask(TcpPlayClient client, in ClientReply reply) =>
+        ((TaskCompletionSource<TcpReply>)reply.State!).TrySetResult(new TcpReply(reply.MsgSeq, reply.MsgId, reply.ErrorCode, reply.Payload.ToArray(), reply.TimedOut, reply.Disconnected));
+
+    private long TimestampTicks(TimeSpan span) => (long)(span.Ticks * (double)Time.TimestampFrequency / TimeSpan.TicksPerSecond);
+
+    private ushort NextSeqLocked()
+    {
+        // Skip 0 (one-way) and any sequence still pending.
+        do
+        {
+            _lastSeq = (ushort)(_lastSeq == ushort.MaxValue ? 1 : _lastSeq + 1);
+        }
+        while (_slotBySeq.ContainsKey(_lastSeq));
+
+        return _lastSeq;
+    }
+
+    private void ArmTimer()
+    {
+        long deadline;
+        lock (_gate)
+        {
+            deadline = _armedDeadlineTimestamp;
+        }
+
+        if (deadline == long.MaxValue)
+        {
+            return;
+        }
+
+        var due = Time.GetElapsedTime(Time.GetTimestamp(), deadline);
+        try
+        {
+            _timeoutTimer.Change(due < TimeSpan.Zero ? TimeSpan.Zero : due, Timeout.InfiniteTimeSpan);
+        }
+        catch (ObjectDisposedException)
+        {
+            // Disposed with the client; nothing is pending any more.
+        }
+    }
+
+    private void ExpireDue()
+    {
+        try
+        {
+            int count = 0;
+            lock (_gate)
+            {
+                var now = Time.GetTimestamp();
+
+                // One timeout per client, so send order is deadline order: expire from the head.
+                while (_head != NoSlot && _slots[_head].DeadlineTimestamp <= now)
+                {
+                    var slot = _head;
+                    _expired[count++] = _slots[slot];
+                    _slotBySeq.Remove(_slots[slot].Seq);
+                    ReleaseLocked(slot);
+                }
+
+                _armedDeadlineTimestamp = _head == NoSlot ? long.MaxValue : _slots[_head].DeadlineTimestamp;
+            }
+
+            for (var i = 0; i < count; i++)
+            {
+                var pending = _expired[i];
+                _expired[i] = default;
+                Statistics.AddTimeout();
+                pending.Handler!(this, new ClientReply(pending.Seq, string.Empty, ErrorCodes.RequestTimeout, ReadOnlyMemory<byte>.Empty, timedOut: true, disconnected: false, pending.State));
+            }
+
+            ArmTimer();
+        }
+        catch (ObjectDisposedException)
+        {
+            // The timer was disposed with the client.
+        }
+    }
+
+    private void OnFrame(in ServerFrame frame)
+    {
+        if (frame.IsHeartbeat)
+        {
+            Statistics.AddHeartbeatReceived();
+            return;
+        }
+
+        if (frame.MsgSeq == 0)
+        {
+            Statistics.AddPush();
+            PushReceived?.Invoke(this, frame);
+            return;
+        }
+
+        PendingSlot pending;
+        lock (_gate)
+        {
+            if (!_slotBySeq.Remove(frame.MsgSeq, out var slot))
+            {
+                Statistics.AddLateOrUnknownReply();
+                return;
+            }
+
+            pending = _slots[slot];
+            ReleaseLocked(slot);
+        }
+
+        Statistics.AddReply();
+        pending.Handler!(this, new ClientReply(frame.MsgSeq, frame.MsgId, frame.ErrorCode, frame.Payload.Memory, timedOut: false, disconnected: false, pending.State));
+    }
+
+    private void OnConnectionClosed(SessionCloseReason reason, string detail)
+    {
+        List<PendingSlot> failed;
+        lock (_gate)
+        {
+            _connectionClosed = true;
+            failed = new List<PendingSlot>(_slotBySeq.Count);
+            while (_head != NoSlot)
+            {
+                var slot = _head;
+                failed.Add(_slots[slot]);
+                _slotBySeq.Remove(_slots[slot].Seq);
+                ReleaseLocked(slot);
+            }
+
+            _armedDeadlineTimestamp = long.MaxValue;
+        }
+
+        _heartbeatTimer?.Dispose();
+        foreach (var pending in failed)
+        {
+            Statistics.AddFailedByDisconnect();
+            pending.Handler!(this, new ClientReply(pending.Seq, string.Empty, DisconnectedErrorCode, ReadOnlyMemory<byte>.Empty, timedOut: false, disconnected: true, pending.State));
+        }
+
+        Disconnected?.Invoke(this, reason, detail);
+    }
+
+    private void LinkLocked(int slot)
+    {
+        if (_tail != NoSlot)
+        {
+            _slots[_tail].Next = slot;
+        }
+        else
+        {
+            _head = slot;
+        }
+
+        _tail = slot;
+    }
+
+    private void ReleaseLocked(int slot)
+    {
+        var s = _slots[slot];
+        if (s.Prev != NoSlot)
+        {
+            _slots[s.Prev].Next = s.Next;
+        }
+        else
+        {
+            _head = s.Next;
+        }
+
+        if (s.Next != NoSlot)
+        {
+            _slots[s.Next].Prev = s.Prev;
+        }
+        else
+        {
+            _tail = s.Prev;
+        }
+
+        _slots[slot] = default;
+        _freeSlots[_freeCount++] = slot;
+    }
+
+    private struct PendingSlot
+    {
+        public ushort Seq;
+        public long DeadlineTimestamp;
+        public ClientReplyHandler? Handler;
+        public object? State;
+        public int Prev;
+        public int Next;
+    }
+
+    /// <summary>The socket side of the client.</summary>
+    private sealed class Connection : SocketConnection
+    {
+        private readonly TcpPlayClient _client;
+        private readonly ServerFrameDecoder _decoder;
+
+        public Connection(TcpPlayClient client, Socket socket)
+            : base(socket, client.Pool, new ConnectionLimits(client._options.ReceiveBufferBytes, client._options.SendQueueBytesMax), client.Time, new TcpTransportCounters())
+        {
+            _client = client;
+            _decoder = new ServerFrameDecoder(client.Pool, options: new FrameDecoderOptions { PayloadOwner = "client-receive", Decompressor = client._options.Decompressor });
+        }
+
+        public TcpTransportCounters CountersOf => Counters;
+
+        public bool Enqueue(scoped in ClientFrameWriter writer) => TryEnqueue(writer);
+
+        public void Abort(string reason) => Close(SessionCloseReason.LocalClose, reason, abortive: true);
+
+        protected override void OnReceived(ReadOnlySpan<byte> data)
+        {
+            try
+            {
+                while (_decoder.TryDecode(ref data, out var frame))
+                {
+                    using (frame)
+                    {
+                        _client.OnFrame(frame);
+                    }
+                }
+            }
+            catch (FrameDecodeException e)
+            {
+                Counters.AddMalformed(e.Error);
+                Close(SessionCloseReason.MalformedFrame, e.Message);
+            }
+        }
+
+        protected override void OnEndOfStream()
+        {
+            try
+            {
+                _decoder.Complete();
+            }
+            catch (FrameDecodeException e)
+            {
+                Counters.AddMalformed(e.Error);
+                Close(SessionCloseReason.MalformedFrame, e.Message);
+            }
+        }
+
+        protected override void OnReceiveEnded() => _decoder.Dispose();
+
+        protected override void OnClosed(SessionCloseReason reason, string detail) => _client.OnConnectionClosed(reason, detail);
+
+        protected override void OnFinished() => _client._closed.TrySetResult(CloseReason);
+    }
+}

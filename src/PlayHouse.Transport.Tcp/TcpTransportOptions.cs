@@ -1,0 +1,72 @@
+using PlayHouse.Core.Codec;
+
+namespace PlayHouse.Transport.Tcp;
+
+/// <summary>Limits and timeouts of the client sessions a <see cref="TcpClientListener"/> serves. Every queue has a cap here.</summary>
+public sealed record TcpTransportOptions
+{
+    /// <summary>Bytes of the pooled buffer each session receives into (held for the session's life).</summary>
+    public int ReceiveBufferBytes { get; init; } = 8 * 1024;
+
+    /// <summary>
+    /// Encoded bytes a session may hold for sending (queued plus in flight). A frame that would go past the cap is
+    /// refused and counted, not buffered; a single frame larger than the cap is still accepted into an empty queue.
+    /// </summary>
+    public int SendQueueBytesMax { get; init; } = 1024 * 1024;
+
+    /// <summary>The largest client frame body accepted; at most <see cref="WireProtocol.MaxBodyBytes"/>.</summary>
+    public int MaxBodyBytes { get; init; } = WireProtocol.MaxBodyBytes;
+
+    /// <summary>A session from which nothing arrives for this long is closed (PlayHouse clients heartbeat every 10 s).</summary>
+    public TimeSpan IdleTimeout { get; init; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>A frame whose first byte arrived this long ago and is still incomplete closes its session.</summary>
+    public TimeSpan FrameTimeout { get; init; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>A session whose send queue refused a frame and has not drained to half its cap for this long is closed.</summary>
+    public TimeSpan SlowReaderTimeout { get; init; } = TimeSpan.FromSeconds(5);
+
+    /// <summary>How often one timer per listener checks every session's timeouts (no timer per session).</summary>
+    public TimeSpan SweepInterval { get; init; } = TimeSpan.FromMilliseconds(500);
+
+    /// <summary>Open sessions before new connections are accepted and closed at once (counted).</summary>
+    public int MaxConnections { get; init; } = 10_000;
+
+    /// <summary>Disables Nagle's algorithm on every session socket, as game traffic wants.</summary>
+    public bool NoDelay { get; init; } = true;
+
+    /// <summary>The kernel send buffer of each session socket; 0 keeps the OS default. Small values make a slow reader show sooner.</summary>
+    public int SocketSendBufferBytes { get; init; }
+
+    /// <summary>
+    /// Starts each send as a work item on the server's executor, so the frames a stage turn queues leave in one
+    /// system call instead of one each (more throughput under load, one thread-pool hop of latency). False sends
+    /// each frame at once from the thread that queued it.
+    /// </summary>
+    public bool BatchSends { get; init; } = true;
+
+    /// <summary>Listen backlog of the accepting socket.</summary>
+    public int ListenBacklog { get; init; } = 512;
+
+    public void Validate()
+    {
+        Require(ReceiveBufferBytes >= 256, nameof(ReceiveBufferBytes));
+        Require(SendQueueBytesMax >= 1024, nameof(SendQueueBytesMax));
+        Require(MaxBodyBytes >= WireProtocol.MinClientBodyBytes && MaxBodyBytes <= WireProtocol.MaxBodyBytes, nameof(MaxBodyBytes));
+        Require(IdleTimeout > TimeSpan.Zero, nameof(IdleTimeout));
+        Require(FrameTimeout > TimeSpan.Zero, nameof(FrameTimeout));
+        Require(SlowReaderTimeout > TimeSpan.Zero, nameof(SlowReaderTimeout));
+        Require(SweepInterval > TimeSpan.Zero, nameof(SweepInterval));
+        Require(MaxConnections > 0, nameof(MaxConnections));
+        Require(ListenBacklog > 0, nameof(ListenBacklog));
+        Require(SocketSendBufferBytes >= 0, nameof(SocketSendBufferBytes));
+    }
+
+    private static void Require(bool ok, string name)
+    {
+        if (!ok)
+        {
+            throw new ArgumentException($"TcpTransportOptions.{name} is out of range.", name);
+        }
+    }
+}

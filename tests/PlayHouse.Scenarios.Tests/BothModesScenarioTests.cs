@@ -1,0 +1,42 @@
+using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Sim.Tcp;
+using PlayHouse.Simulation.Runs;
+
+namespace PlayHouse.Scenarios.Tests;
+
+/// <summary>Every scenario runs on both substrates, simulation and loopback TCP, judged by the same checkers.</summary>
+public sealed class BothModesScenarioTests
+{
+    public static TheoryData<string> ScenarioNames() => [.. ScenarioCatalog.Names];
+
+    [Theory]
+    [MemberData(nameof(ScenarioNames))]
+    public async Task Scenario_InSimulationAndOverTcp_PassesEveryChecker(string name)
+    {
+        var simScenario = ScenarioCatalog.Create(name);
+        var sim = SimRunner.Run(simScenario, 7, simScenario.Defaults);
+
+        var tcpScenario = ScenarioCatalog.Create(name);
+        var tcp = await TcpScenarioRunner.RunAsync(tcpScenario, tcpScenario.Defaults, new TcpRunSettings { Time = TimeProvider.System, TimeLimit = TimeSpan.FromSeconds(40) });
+
+        Assert.True(sim.Passed, $"{name} (sim): {sim.Failure}");
+        Assert.True(tcp.Passed, $"{name} (tcp): {tcp.Failure}\n{tcp.ToText()}");
+        Assert.True(tcp.RequestsSucceeded > 0, $"{name} (tcp) completed no request");
+        Assert.All(tcp.Pools, p => Assert.Equal(0, p.Outstanding));
+        Assert.Equal(sim.Verdicts.Select(v => v.CheckerName).Order(), tcp.Verdicts.Select(v => v.CheckerName).Order());
+    }
+
+    [Fact]
+    public async Task TcpRun_WithRefusedRequests_FailsWithTheReason()
+    {
+        // A mailbox of one under sixteen requests in flight per client refuses most of them: the run must not pass.
+        var scenario = ScenarioCatalog.Create("echo");
+        var options = scenario.Defaults with { MailboxCapacity = 1, InFlight = 16, Stages = 1 };
+
+        var report = await TcpScenarioRunner.RunAsync(scenario, options, new TcpRunSettings { Time = TimeProvider.System, TimeLimit = TimeSpan.FromSeconds(40) });
+
+        Assert.False(report.Passed);
+        Assert.Contains("failed on a loopback run without faults", report.Failure, StringComparison.Ordinal);
+        Assert.Contains(report.ServerCounters, c => c.Key == "MailboxRefused" && c.Value > 0);
+    }
+}
