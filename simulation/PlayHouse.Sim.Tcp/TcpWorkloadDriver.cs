@@ -34,6 +34,7 @@ internal sealed class TcpWorkloadDriver
     private bool _authenticating;
     private bool _wantConnected = true;
     private bool _stopped;
+    private int _asyncLoops;
 
     public TcpWorkloadDriver(TcpCluster cluster, string nodeId, long clientId, long stageId, string requestMsgId, ScenarioContext context, TimeProvider time, LatencyHistogram rtt, Lock rttGate)
     {
@@ -72,7 +73,7 @@ internal sealed class TcpWorkloadDriver
         {
             lock (_gate)
             {
-                return !_authenticating && _pending.Count == 0 && (Issued >= _target || !_wantConnected || _stopped || _client is not { IsConnected: true });
+                return !_authenticating && _pending.Count == 0 && _asyncLoops == 0 && (Issued >= _target || !_wantConnected || _stopped || _client is not { IsConnected: true });
             }
         }
     }
@@ -219,6 +220,12 @@ internal sealed class TcpWorkloadDriver
 
     private void Pump()
     {
+        if (_context.Options.Mode == WorkloadMode.RequestAsync)
+        {
+            StartAsyncLoops();
+            return;
+        }
+
         while (true)
         {
             TcpPlayClient client;
@@ -269,13 +276,73 @@ internal sealed class TcpWorkloadDriver
         }
     }
 
+    /// <summary>The request-async mode: up to InFlight loops, each awaiting its reply before the next request.</summary>
+    private void StartAsyncLoops()
+    {
+        while (true)
+        {
+            lock (_gate)
+            {
+                if (!_authenticated || _asyncLoops >= _context.Options.InFlight || Issued >= _target)
+                {
+                    return;
+                }
+
+                _asyncLoops++;
+            }
+
+            _ = RunAsyncLoop();
+        }
+    }
+
+    private async Task RunAsyncLoop()
+    {
+        try
+        {
+            while (true)
+            {
+                TcpPlayClient client;
+                long seq;
+                long nonce;
+                byte[] body;
+                lock (_gate)
+                {
+                    if (!_authenticated || _client is null || Issued >= _target)
+                    {
+                        return;
+                    }
+
+                    client = _client;
+                    seq = ++_nextSeq;
+                    nonce = (long)(_random.NextUInt64() >> 1);
+                    body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
+                    new WorkloadPayload(ClientId, seq, nonce).Write(body);
+                    _pending[seq] = (nonce, _time.GetTimestamp());
+                    Issued++;
+                }
+
+                _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
+                var reply = await client.RequestAsync(_requestMsgId, StageId, body).ConfigureAwait(false);
+                Complete(seq, reply.IsSuccess, reply.ErrorCode, reply.TimedOut, reply.Payload);
+            }
+        }
+        finally
+        {
+            lock (_gate)
+            {
+                _asyncLoops--;
+            }
+        }
+    }
+
     private static void OnReply(TcpPlayClient client, in ClientReply reply)
     {
         var state = (RequestState)reply.State!;
-        state.Driver.Complete(state.Seq, reply);
+        state.Driver.Complete(state.Seq, reply.IsSuccess, reply.ErrorCode, reply.TimedOut, reply.Payload.Span);
+        state.Driver.Pump();
     }
 
-    private void Complete(long seq, in ClientReply reply)
+    private void Complete(long seq, bool isSuccess, ushort errorCode, bool timedOut, ReadOnlySpan<byte> payload)
     {
         long nonce;
         long sent;
@@ -287,7 +354,7 @@ internal sealed class TcpWorkloadDriver
             }
 
             (nonce, sent) = pending;
-            if (!reply.IsSuccess || !WorkloadPayload.TryRead(reply.Payload.Span, out var body) || body.SenderId != ClientId)
+            if (!isSuccess || !WorkloadPayload.TryRead(payload, out var body) || body.SenderId != ClientId)
             {
                 Failed++;
             }
@@ -297,21 +364,19 @@ internal sealed class TcpWorkloadDriver
             }
         }
 
-        if (!reply.IsSuccess)
+        if (!isSuccess)
         {
-            _context.Checkers.Requests.OnClientRequestFailed(ClientId, seq, reply.TimedOut ? ErrorCodes.RequestTimeout : reply.ErrorCode);
+            _context.Checkers.Requests.OnClientRequestFailed(ClientId, seq, timedOut ? ErrorCodes.RequestTimeout : errorCode);
         }
         else
         {
-            var ok = WorkloadPayload.TryRead(reply.Payload.Span, out var body) && body.SenderId == ClientId;
+            var ok = WorkloadPayload.TryRead(payload, out var body) && body.SenderId == ClientId;
             _context.Checkers.Requests.OnClientRequestCompleted(ClientId, seq, ok ? body.Nonce : long.MinValue);
             if (ok)
             {
                 Record(sent);
             }
         }
-
-        Pump();
     }
 
     private void OnPush(TcpPlayClient client, in ServerFrame push)

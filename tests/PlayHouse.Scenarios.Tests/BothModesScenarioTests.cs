@@ -26,6 +26,21 @@ public sealed class BothModesScenarioTests
         Assert.Equal(sim.Verdicts.Select(v => v.CheckerName).Order(), tcp.Verdicts.Select(v => v.CheckerName).Order());
     }
 
+    // Send mode is the send-push and broadcast scenarios' own (the echo stage answers requests only).
+    [Theory]
+    [InlineData(WorkloadMode.RequestAsync)]
+    [InlineData(WorkloadMode.RequestCallback)]
+    public async Task EchoOverTcp_InBothRequestModes_PassesEveryChecker(WorkloadMode mode)
+    {
+        var scenario = ScenarioCatalog.Create("echo");
+        var options = scenario.Defaults with { Mode = mode, InFlight = 8 };
+
+        var report = await TcpScenarioRunner.RunAsync(scenario, options, new TcpRunSettings { Time = TimeProvider.System, TimeLimit = TimeSpan.FromSeconds(40) });
+
+        Assert.True(report.Passed, $"{mode}: {report.Failure}\n{report.ToText()}");
+        Assert.Equal(options.Clients * options.RequestsPerClient, report.RequestsSucceeded);
+    }
+
     [Fact]
     public async Task TcpRun_WithRefusedRequests_FailsWithTheReason()
     {
