@@ -25,6 +25,10 @@ internal sealed class TcpWorkloadDriver
     private readonly LatencyHistogram _rtt;
     private readonly Lock _rttGate;
     private readonly Lock _gate = new();
+
+    // Taking a sequence and sending it happen under one lock, so sequences leave in order even when a reply callback
+    // and a reconnect pump at the same time (the stage's FIFO checker caught the race this closes).
+    private readonly Lock _sendGate = new();
     private readonly IRandomSource _random;
     private readonly Dictionary<long, (long Nonce, long SentTimestamp)> _pending = [];
     private readonly int _target;
@@ -228,31 +232,36 @@ internal sealed class TcpWorkloadDriver
 
         while (true)
         {
-            TcpPlayClient client;
             long seq;
-            long nonce;
-            byte[] body;
-            lock (_gate)
+            bool sent;
+            lock (_sendGate)
             {
-                var outstanding = _pending.Count;
-                if (!_authenticated || _client is null || Issued >= _target || outstanding >= _context.Options.InFlight)
+                TcpPlayClient client;
+                long nonce;
+                byte[] body;
+                lock (_gate)
                 {
-                    break;
+                    var outstanding = _pending.Count;
+                    if (!_authenticated || _client is null || Issued >= _target || outstanding >= _context.Options.InFlight)
+                    {
+                        break;
+                    }
+
+                    client = _client;
+                    seq = ++_nextSeq;
+                    nonce = (long)(_random.NextUInt64() >> 1);
+                    body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
+                    new WorkloadPayload(ClientId, seq, nonce).Write(body);
+                    _pending[seq] = (nonce, _time.GetTimestamp());
+                    Issued++;
                 }
 
-                client = _client;
-                seq = ++_nextSeq;
-                nonce = (long)(_random.NextUInt64() >> 1);
-                body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
-                new WorkloadPayload(ClientId, seq, nonce).Write(body);
-                _pending[seq] = (nonce, _time.GetTimestamp());
-                Issued++;
+                _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
+                sent = IsSend
+                    ? client.Send(_requestMsgId, StageId, body)
+                    : client.Request(_requestMsgId, StageId, body, OnReply, new RequestState(this, seq)) != 0;
             }
 
-            _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
-            var sent = IsSend
-                ? client.Send(_requestMsgId, StageId, body)
-                : client.Request(_requestMsgId, StageId, body, OnReply, new RequestState(this, seq)) != 0;
             if (!sent)
             {
                 // Refused locally (disconnected meanwhile): a failure the checker hears about, not a silent drop.
@@ -301,28 +310,34 @@ internal sealed class TcpWorkloadDriver
         {
             while (true)
             {
-                TcpPlayClient client;
                 long seq;
-                long nonce;
-                byte[] body;
-                lock (_gate)
+                Task<TcpReply> request;
+                lock (_sendGate)
                 {
-                    if (!_authenticated || _client is null || Issued >= _target)
+                    TcpPlayClient client;
+                    long nonce;
+                    byte[] body;
+                    lock (_gate)
                     {
-                        return;
+                        if (!_authenticated || _client is null || Issued >= _target)
+                        {
+                            return;
+                        }
+
+                        client = _client;
+                        seq = ++_nextSeq;
+                        nonce = (long)(_random.NextUInt64() >> 1);
+                        body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
+                        new WorkloadPayload(ClientId, seq, nonce).Write(body);
+                        _pending[seq] = (nonce, _time.GetTimestamp());
+                        Issued++;
                     }
 
-                    client = _client;
-                    seq = ++_nextSeq;
-                    nonce = (long)(_random.NextUInt64() >> 1);
-                    body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
-                    new WorkloadPayload(ClientId, seq, nonce).Write(body);
-                    _pending[seq] = (nonce, _time.GetTimestamp());
-                    Issued++;
+                    _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
+                    request = client.RequestAsync(_requestMsgId, StageId, body);
                 }
 
-                _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
-                var reply = await client.RequestAsync(_requestMsgId, StageId, body).ConfigureAwait(false);
+                var reply = await request.ConfigureAwait(false);
                 Complete(seq, reply.IsSuccess, reply.ErrorCode, reply.TimedOut, reply.Payload);
             }
         }
