@@ -165,6 +165,10 @@ public static class TcpScenarioRunner
         var registryGate = new Lock();
         var scenarioChecker = new ScenarioChecker(checkers.Context, scenario.Name);
         checkers.Add(scenarioChecker);
+
+        // The user-level checkers the simulation's workload runs add, so both substrates report the same verdicts.
+        var workload = new WorkloadCheckers(checkers);
+        long lastActorInstance = 0;
         var context = new ScenarioContext(options, new Xoshiro256StarStar(settings.Seed), checkers, rtt);
         var drivers = new List<TcpWorkloadDriver>();
         var skipped = options.Faults.Steps.Where(s => s.Kind is not (FaultKind.Disconnect or FaultKind.Reconnect)).Select(s => s.ToString()).ToList();
@@ -177,6 +181,7 @@ public static class TcpScenarioRunner
             {
                 Checkers = checkers,
                 Registry = registry,
+                Workload = workload,
                 ApiNodeId = "api-1",
                 RelayTargetStageId = shape.RelayToBackend ? options.Stages + 1L : 0,
                 TimerCount = shape.Timers ? TimerCount : 0,
@@ -195,7 +200,7 @@ public static class TcpScenarioRunner
                     MailboxCapacityMax = options.MailboxCapacity,
                     RequestTimeout = TimeSpan.FromMilliseconds(options.RequestTimeoutMs),
                 })
-                .WithStage(WorkloadScenario.StageType, link => new RegistryGuardedStage(new WorkloadStage(link, stageOptions), registryGate), link => new WorkloadActor(link))
+                .WithStage(WorkloadScenario.StageType, link => new RegistryGuardedStage(new WorkloadStage(link, stageOptions), registryGate), link => new WorkloadActor(link, Interlocked.Increment(ref lastActorInstance), workload.Lifecycle))
                 .WithApiHandlers(api => api.Handle(WorkloadMsgIds.ApiEcho, (link, packet) =>
                 {
                     link.Reply(packet, WorkloadMsgIds.ApiEcho, packet.Payload);

@@ -25,6 +25,10 @@ internal sealed class TcpWorkloadDriver
     private readonly LatencyHistogram _rtt;
     private readonly Lock _rttGate;
     private readonly Lock _gate = new();
+
+    // Taking a sequence and sending it happen under one lock, so sequences leave in order even when a reply callback
+    // and a reconnect pump at the same time (the stage's FIFO checker caught the race this closes).
+    private readonly Lock _sendGate = new();
     private readonly IRandomSource _random;
     private readonly Dictionary<long, (long Nonce, long SentTimestamp)> _pending = [];
     private readonly int _target;
@@ -34,6 +38,7 @@ internal sealed class TcpWorkloadDriver
     private bool _authenticating;
     private bool _wantConnected = true;
     private bool _stopped;
+    private int _asyncLoops;
 
     public TcpWorkloadDriver(TcpCluster cluster, string nodeId, long clientId, long stageId, string requestMsgId, ScenarioContext context, TimeProvider time, LatencyHistogram rtt, Lock rttGate)
     {
@@ -72,7 +77,7 @@ internal sealed class TcpWorkloadDriver
         {
             lock (_gate)
             {
-                return !_authenticating && _pending.Count == 0 && (Issued >= _target || !_wantConnected || _stopped || _client is not { IsConnected: true });
+                return !_authenticating && _pending.Count == 0 && _asyncLoops == 0 && (Issued >= _target || !_wantConnected || _stopped || _client is not { IsConnected: true });
             }
         }
     }
@@ -219,33 +224,44 @@ internal sealed class TcpWorkloadDriver
 
     private void Pump()
     {
+        if (_context.Options.Mode == WorkloadMode.RequestAsync)
+        {
+            StartAsyncLoops();
+            return;
+        }
+
         while (true)
         {
-            TcpPlayClient client;
             long seq;
-            long nonce;
-            byte[] body;
-            lock (_gate)
+            bool sent;
+            lock (_sendGate)
             {
-                var outstanding = _pending.Count;
-                if (!_authenticated || _client is null || Issued >= _target || outstanding >= _context.Options.InFlight)
+                TcpPlayClient client;
+                long nonce;
+                byte[] body;
+                lock (_gate)
                 {
-                    break;
+                    var outstanding = _pending.Count;
+                    if (!_authenticated || _client is null || Issued >= _target || outstanding >= _context.Options.InFlight)
+                    {
+                        break;
+                    }
+
+                    client = _client;
+                    seq = ++_nextSeq;
+                    nonce = (long)(_random.NextUInt64() >> 1);
+                    body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
+                    new WorkloadPayload(ClientId, seq, nonce).Write(body);
+                    _pending[seq] = (nonce, _time.GetTimestamp());
+                    Issued++;
                 }
 
-                client = _client;
-                seq = ++_nextSeq;
-                nonce = (long)(_random.NextUInt64() >> 1);
-                body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
-                new WorkloadPayload(ClientId, seq, nonce).Write(body);
-                _pending[seq] = (nonce, _time.GetTimestamp());
-                Issued++;
+                _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
+                sent = IsSend
+                    ? client.Send(_requestMsgId, StageId, body)
+                    : client.Request(_requestMsgId, StageId, body, OnReply, new RequestState(this, seq)) != 0;
             }
 
-            _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
-            var sent = IsSend
-                ? client.Send(_requestMsgId, StageId, body)
-                : client.Request(_requestMsgId, StageId, body, OnReply, new RequestState(this, seq)) != 0;
             if (!sent)
             {
                 // Refused locally (disconnected meanwhile): a failure the checker hears about, not a silent drop.
@@ -269,13 +285,79 @@ internal sealed class TcpWorkloadDriver
         }
     }
 
+    /// <summary>The request-async mode: up to InFlight loops, each awaiting its reply before the next request.</summary>
+    private void StartAsyncLoops()
+    {
+        while (true)
+        {
+            lock (_gate)
+            {
+                if (!_authenticated || _asyncLoops >= _context.Options.InFlight || Issued >= _target)
+                {
+                    return;
+                }
+
+                _asyncLoops++;
+            }
+
+            _ = RunAsyncLoop();
+        }
+    }
+
+    private async Task RunAsyncLoop()
+    {
+        try
+        {
+            while (true)
+            {
+                long seq;
+                Task<TcpReply> request;
+                lock (_sendGate)
+                {
+                    TcpPlayClient client;
+                    long nonce;
+                    byte[] body;
+                    lock (_gate)
+                    {
+                        if (!_authenticated || _client is null || Issued >= _target)
+                        {
+                            return;
+                        }
+
+                        client = _client;
+                        seq = ++_nextSeq;
+                        nonce = (long)(_random.NextUInt64() >> 1);
+                        body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
+                        new WorkloadPayload(ClientId, seq, nonce).Write(body);
+                        _pending[seq] = (nonce, _time.GetTimestamp());
+                        Issued++;
+                    }
+
+                    _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
+                    request = client.RequestAsync(_requestMsgId, StageId, body);
+                }
+
+                var reply = await request.ConfigureAwait(false);
+                Complete(seq, reply.IsSuccess, reply.ErrorCode, reply.TimedOut, reply.Payload);
+            }
+        }
+        finally
+        {
+            lock (_gate)
+            {
+                _asyncLoops--;
+            }
+        }
+    }
+
     private static void OnReply(TcpPlayClient client, in ClientReply reply)
     {
         var state = (RequestState)reply.State!;
-        state.Driver.Complete(state.Seq, reply);
+        state.Driver.Complete(state.Seq, reply.IsSuccess, reply.ErrorCode, reply.TimedOut, reply.Payload.Span);
+        state.Driver.Pump();
     }
 
-    private void Complete(long seq, in ClientReply reply)
+    private void Complete(long seq, bool isSuccess, ushort errorCode, bool timedOut, ReadOnlySpan<byte> payload)
     {
         long nonce;
         long sent;
@@ -287,7 +369,7 @@ internal sealed class TcpWorkloadDriver
             }
 
             (nonce, sent) = pending;
-            if (!reply.IsSuccess || !WorkloadPayload.TryRead(reply.Payload.Span, out var body) || body.SenderId != ClientId)
+            if (!isSuccess || !WorkloadPayload.TryRead(payload, out var body) || body.SenderId != ClientId)
             {
                 Failed++;
             }
@@ -297,21 +379,19 @@ internal sealed class TcpWorkloadDriver
             }
         }
 
-        if (!reply.IsSuccess)
+        if (!isSuccess)
         {
-            _context.Checkers.Requests.OnClientRequestFailed(ClientId, seq, reply.TimedOut ? ErrorCodes.RequestTimeout : reply.ErrorCode);
+            _context.Checkers.Requests.OnClientRequestFailed(ClientId, seq, timedOut ? ErrorCodes.RequestTimeout : errorCode);
         }
         else
         {
-            var ok = WorkloadPayload.TryRead(reply.Payload.Span, out var body) && body.SenderId == ClientId;
+            var ok = WorkloadPayload.TryRead(payload, out var body) && body.SenderId == ClientId;
             _context.Checkers.Requests.OnClientRequestCompleted(ClientId, seq, ok ? body.Nonce : long.MinValue);
             if (ok)
             {
                 Record(sent);
             }
         }
-
-        Pump();
     }
 
     private void OnPush(TcpPlayClient client, in ServerFrame push)

@@ -181,11 +181,17 @@ public abstract class ServerHostBase : IHostedService, IDisposable
         _stopped.TrySetResult(report);
     }
 
+    /// <summary>Releases sockets and the node without draining (a host disposed without being stopped).</summary>
     public void Dispose()
     {
+        DisposeListeners();
         Mesh?.Dispose();
         Node?.Dispose();
         GC.SuppressFinalize(this);
+    }
+
+    private protected virtual void DisposeListeners()
+    {
     }
 
     private protected abstract ServerNode CreateNode(NodeSeams seams, IServiceProvider services);
@@ -271,6 +277,8 @@ public sealed class PlayServerHost : ServerHostBase
     }
 
     private protected override void BeginDrain() => Listener?.BeginDrain();
+
+    private protected override void DisposeListeners() => Listener?.Dispose();
 
     private protected override long MailboxMessages() => Server?.GetStageStatistics().Sum(s => (long)s.MailboxLength) ?? 0;
 

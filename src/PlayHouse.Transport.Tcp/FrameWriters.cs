@@ -4,11 +4,12 @@ using PlayHouse.Core.Pooling;
 namespace PlayHouse.Transport.Tcp;
 
 /// <summary>A server -> client frame for the send queue; the payload is read, not owned.</summary>
-internal readonly struct ServerFrameWriter(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload, int frameBytes) : IFrameWriter
+/// <remarks><paramref name="originalSize"/> above 0 marks <paramref name="payload"/> as LZ4-compressed from that many bytes.</remarks>
+internal readonly struct ServerFrameWriter(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload, int frameBytes, int originalSize = 0) : IFrameWriter
 {
     public int FrameBytes { get; } = frameBytes;
 
-    public void Write(Span<byte> destination) => ServerFrameEncoder.Encode(destination, msgId, msgSeq, stageId, errorCode, payload.Span);
+    public void Write(Span<byte> destination) => ServerFrameEncoder.Encode(destination, msgId, msgSeq, stageId, errorCode, payload.Span, originalSize);
 }
 
 /// <summary>A client -> server frame for the send queue, from a caller's span copied at enqueue time.</summary>

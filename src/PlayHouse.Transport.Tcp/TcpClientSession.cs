@@ -71,6 +71,12 @@ public sealed class TcpClientSession : IClientConnection
                 Listener.Counters.AddErrorReply(errorCode);
             }
 
+            var threshold = Listener.Options.CompressAboveBytes;
+            if (threshold > 0 && payload.Length >= threshold)
+            {
+                return TrySendCompressed(msgId, msgSeq, stageId, errorCode, payload, frameBytes);
+            }
+
             if (!_connection.Enqueue(new ServerFrameWriter(msgId, msgSeq, stageId, errorCode, payload, frameBytes)))
             {
                 return false;
@@ -83,6 +89,36 @@ public sealed class TcpClientSession : IClientConnection
         {
             // The frame was copied into the send queue (or refused): either way the payload is ours to return.
             payload.DisposeIfOwner();
+        }
+    }
+
+    private bool TrySendCompressed(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload, int rawFrameBytes)
+    {
+        var compressed = Listener.Server.Pool.Rent(Lz4Block.MaxCompressedLength(payload.Length), "lz4-scratch");
+        try
+        {
+            var written = Lz4Block.Compress(payload.Span, compressed.WritableSpan);
+            var useCompressed = written > 0 && written < payload.Length;
+            compressed.SetLength(useCompressed ? written : 0);
+            var writer = useCompressed
+                ? new ServerFrameWriter(msgId, msgSeq, stageId, errorCode, compressed, ServerFrameEncoder.GetEncodedLength(msgId, written), payload.Length)
+                : new ServerFrameWriter(msgId, msgSeq, stageId, errorCode, payload, rawFrameBytes);
+            if (!_connection.Enqueue(writer))
+            {
+                return false;
+            }
+
+            Listener.Counters.AddFrameSent();
+            if (useCompressed)
+            {
+                Listener.Counters.AddFrameCompressed();
+            }
+
+            return true;
+        }
+        finally
+        {
+            compressed.Dispose();
         }
     }
 

@@ -30,6 +30,7 @@ public sealed class TcpTransportCounters
     private long _refusedWhileStopping;
     private long _sendBytesDroppedAtClose;
     private long _sendQueueHighWaterBytes;
+    private long _framesCompressed;
 
     /// <summary>Connections accepted and turned into sessions.</summary>
     public long ConnectionsAccepted => Volatile.Read(ref _accepted);
@@ -65,6 +66,9 @@ public sealed class TcpTransportCounters
 
     /// <summary>Frames refused because the session's send queue was at its cap (the defined outcome at the cap).</summary>
     public long SendQueueRefusals => Volatile.Read(ref _sendQueueRefusals);
+
+    /// <summary>Frames sent LZ4-compressed (OriginalSize above 0).</summary>
+    public long FramesCompressed => Volatile.Read(ref _framesCompressed);
 
     /// <summary>Frames refused because the connection had already closed.</summary>
     public long SendsRefusedClosed => Volatile.Read(ref _sendsRefusedClosed);
@@ -111,6 +115,7 @@ public sealed class TcpTransportCounters
             new(nameof(ConnectionsRefusedAtLimit), ConnectionsRefusedAtLimit),
             new(nameof(EncodeFailures), EncodeFailures),
             new(nameof(FramesReceived), FramesReceived),
+            new(nameof(FramesCompressed), FramesCompressed),
             new(nameof(FramesSent), FramesSent),
             new(nameof(RefusedWhileStopping), RefusedWhileStopping),
             new(nameof(SendBytesDroppedAtClose), SendBytesDroppedAtClose),
@@ -159,6 +164,8 @@ public sealed class TcpTransportCounters
     internal void AddFramesReceived(long frames) => Interlocked.Add(ref _framesReceived, frames);
 
     internal void AddFrameSent() => Interlocked.Increment(ref _framesSent);
+
+    internal void AddFrameCompressed() => Interlocked.Increment(ref _framesCompressed);
 
     internal void AddBytesReceived(long bytes) => Interlocked.Add(ref _bytesReceived, bytes);
 

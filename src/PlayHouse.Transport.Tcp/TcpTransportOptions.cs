@@ -45,6 +45,12 @@ public sealed record TcpTransportOptions
     /// </summary>
     public bool BatchSends { get; init; } = true;
 
+    /// <summary>
+    /// Payloads of at least this many bytes are sent LZ4-compressed (OriginalSize &gt; 0) when that makes them smaller;
+    /// 0, the default, never compresses (OriginalSize is always 0), which every PlayHouse client accepts.
+    /// </summary>
+    public int CompressAboveBytes { get; init; }
+
     /// <summary>Listen backlog of the accepting socket.</summary>
     public int ListenBacklog { get; init; } = 512;
 
@@ -60,6 +66,7 @@ public sealed record TcpTransportOptions
         Require(MaxConnections > 0, nameof(MaxConnections));
         Require(ListenBacklog > 0, nameof(ListenBacklog));
         Require(SocketSendBufferBytes >= 0, nameof(SocketSendBufferBytes));
+        Require(CompressAboveBytes >= 0, nameof(CompressAboveBytes));
     }
 
     private static void Require(bool ok, string name)

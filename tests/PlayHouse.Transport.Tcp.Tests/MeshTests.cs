@@ -95,6 +95,25 @@ public sealed class MeshTests
         await AssertQuiet(cluster);
     }
 
+    [Fact]
+    public async Task MalformedMeshFrame_ClosesOnlyThatLink_AndTheMeshKeepsWorking()
+    {
+        await using var cluster = Build(new ConcurrentQueue<long>());
+        using var client = await AuthenticatedClient(cluster, "play-1");
+        var api = cluster.Node("api-1").Mesh;
+        using var intruder = await RawClient.ConnectAsync(api.LocalEndPoint!);
+
+        // FrameLen 8, HeaderLen -1: a negative header length.
+        await intruder.SendAsync([8, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]);
+        await intruder.WaitClosedAsync();
+        var reply = await client.RequestAsync("ToApi", 1, [5]).WaitAsync(TestServer.Patience);
+
+        Assert.Equal(1, api.Counters.Malformed(PlayHouse.Core.Codec.FrameError.NegativeHeaderLength));
+        Assert.Equal(1, api.Counters.Closed(SessionCloseReason.MalformedFrame));
+        Assert.True(reply.IsSuccess);
+        await AssertQuiet(cluster);
+    }
+
     private static TcpCluster Build(ConcurrentQueue<long> order, TimeSpan? requestTimeout = null) =>
         new TcpClusterBuilder()
             .WithPlayServers(2)

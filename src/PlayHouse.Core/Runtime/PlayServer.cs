@@ -296,24 +296,19 @@ public sealed class PlayServer : ServerNode
             return null;
         }
 
-        var stage = GetOrCreateHost(Options.DefaultStageType, stageId, out var created, out errorCode);
-        if (stage is not null && created)
-        {
-            stage.Post(new StageMessage { Kind = StageWorkKind.Create, MsgId = Options.AuthenticateMsgId });
-        }
-
-        return stage;
+        return GetOrCreateHost(Options.DefaultStageType, stageId, new StageMessage { Kind = StageWorkKind.Create, MsgId = Options.AuthenticateMsgId }, out _, out errorCode);
     }
 
     /// <summary>
     /// Finds or makes the host of a stage under the registry lock, so concurrent first joins create it once
-    /// (B16); the Create message is the first thing in the new mailbox, so joins queue behind it.
+    /// (B16). A new host is instantiated and gets <paramref name="createMessage"/> before the lock is released, so the
+    /// Create message is the first thing in its mailbox and a join from another thread always queues behind it (the
+    /// TCP scenarios' lifecycle checker caught a join that found the host between its registration and its Create).
     /// </summary>
-    private StageHost? GetOrCreateHost(string stageType, long stageId, out bool created, out ushort errorCode)
+    private StageHost? GetOrCreateHost(string stageType, long stageId, in StageMessage createMessage, out bool created, out ushort errorCode)
     {
         created = false;
         errorCode = ErrorCodes.Success;
-        StageHost host;
         lock (_stagesGate)
         {
             if (_stages.TryGetValue(stageId, out var existing))
@@ -327,26 +322,24 @@ public sealed class PlayServer : ServerNode
                 return null;
             }
 
-            host = new StageHost(this, registration, stageId);
+            var host = new StageHost(this, registration, stageId);
+            try
+            {
+                host.Instantiate();
+            }
+            catch (Exception)
+            {
+                Counters.AddHandlerFailure();
+                errorCode = ErrorCodes.CreateStageFailed;
+                return null;
+            }
+
             _stages.Add(stageId, host);
             _stagesHighWater = Math.Max(_stagesHighWater, _stages.Count);
+            host.Post(createMessage);
             created = true;
+            return host;
         }
-
-        try
-        {
-            host.Instantiate();
-        }
-        catch (Exception)
-        {
-            Counters.AddHandlerFailure();
-            RemoveStage(host);
-            errorCode = ErrorCodes.CreateStageFailed;
-            created = false;
-            return null;
-        }
-
-        return host;
     }
 
     internal void RemoveStage(StageHost stage)
@@ -495,7 +488,7 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        var stage = GetOrCreateHost(message.StageType ?? string.Empty, message.StageId, out var created, out var errorCode);
+        var stage = GetOrCreateHost(message.StageType ?? string.Empty, message.StageId, new StageMessage { Kind = StageWorkKind.Create, MsgId = message.MsgId, Payload = message.Payload, Reply = reply }, out var created, out var errorCode);
         if (stage is null)
         {
             message.Payload.DisposeIfOwner();
@@ -517,8 +510,6 @@ public sealed class PlayServer : ServerNode
 
             return;
         }
-
-        stage.Post(new StageMessage { Kind = StageWorkKind.Create, MsgId = message.MsgId, Payload = message.Payload, Reply = reply });
     }
 
     private void RefuseUnknownStage(in MeshMessage message)
