@@ -48,7 +48,7 @@ public sealed record CheckerSetOptions
 /// Thread-safe: every checker locks its own state, and a lock guards the trace and the list of extra checkers.
 /// The trace is canonical only in simulation, where one thread makes the order of events deterministic.
 /// </remarks>
-public sealed class CheckerSet : RuntimeObserver
+public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 {
     private const int StandardCheckerCount = 7;
 
@@ -97,6 +97,23 @@ public sealed class CheckerSet : RuntimeObserver
     public LifecycleChecker Lifecycle { get; }
 
     public LivenessChecker Liveness { get; }
+
+    /// <summary>Node crashes seen so far.</summary>
+    public int NodeCrashCount { get; private set; }
+
+    /// <summary>
+    /// A node crashed: every checker of the set that keys state by node (<see cref="INodeCrashAware"/>) forgets the
+    /// lost incarnation. Simulated clusters call this from their crash verb when the set is their observer.
+    /// </summary>
+    public void OnNodeCrashed(string nodeId)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(nodeId);
+        NodeCrashCount++;
+        foreach (var checker in Checkers)
+        {
+            (checker as INodeCrashAware)?.OnNodeCrashed(nodeId);
+        }
+    }
 
     /// <summary>Every checker, the standard ones first, in a fixed order.</summary>
     public IReadOnlyList<IInvariantChecker> Checkers

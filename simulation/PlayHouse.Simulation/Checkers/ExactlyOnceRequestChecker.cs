@@ -21,7 +21,7 @@ namespace PlayHouse.Simulation.Checkers;
 /// after they complete, so a second completion is recognised; client keys are 16-bit sequences in practice, so
 /// that memory is bounded by clients x keys in use.
 /// </remarks>
-public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
+public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCrashAware
 {
     public const string CheckerName = "ExactlyOnceRequest";
 
@@ -34,6 +34,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     private long _refusedBeforeIssue;
     private long _clientSent;
     private long _clientCompleted;
+    private long _endedByCrash;
 
     public ExactlyOnceRequestChecker(CheckerContext context)
         : base(CheckerName, context)
@@ -57,6 +58,9 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     public long ClientSentCount => Interlocked.Read(ref _clientSent);
 
     public long ClientCompletedCount => Interlocked.Read(ref _clientCompleted);
+
+    /// <summary>Node requests that were pending when their node crashed: the requester is gone, so nobody completes them.</summary>
+    public long EndedByCrashCount => Interlocked.Read(ref _endedByCrash);
 
     /// <summary>Node requests issued and not yet completed.</summary>
     public int PendingCount
@@ -142,6 +146,21 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
 
             var what = ledger.IsCompleted(msgSeq) ? "completed a second time" : "completed without having been issued";
             Log.Record($"node {nodeId}: request #{msgSeq} to {targetNodeId} {what} ({outcome}, error {errorCode})");
+        }
+    }
+
+    /// <summary>
+    /// The node's request table died with it: its pending requests end without a completion, and its restarted
+    /// incarnation numbers requests afresh, so its ledger starts over.
+    /// </summary>
+    public void OnNodeCrashed(string nodeId)
+    {
+        lock (_nodeGate)
+        {
+            if (_nodes.Remove(nodeId, out var ledger))
+            {
+                _endedByCrash += ledger.Pending.Count;
+            }
         }
     }
 

@@ -22,7 +22,7 @@ namespace PlayHouse.Simulation.Checkers;
 /// the completion of the Create message is how a failed create is told from one still running.
 /// Destroyed actors are remembered so a late event is caught, so memory grows with the actors a run creates.
 /// </remarks>
-public sealed class LifecycleChecker : RuntimeInvariantChecker
+public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
 {
     public const string CheckerName = "Lifecycle";
 
@@ -150,6 +150,26 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker
     }
 
     /// <summary>At quiescence nothing can finish a create or a join any more.</summary>
+    /// <summary>
+    /// A crash ends every stage and actor of the node without their destroy callbacks, and a restarted node numbers
+    /// its actors afresh: the lost incarnation's lives are forgotten, not judged.
+    /// </summary>
+    public void OnNodeCrashed(string nodeId)
+    {
+        lock (_gate)
+        {
+            foreach (var key in _stages.Keys.Where(k => k.NodeId == nodeId).ToList())
+            {
+                _stages.Remove(key);
+            }
+
+            foreach (var key in _actors.Keys.Where(k => k.NodeId == nodeId).ToList())
+            {
+                _actors.Remove(key);
+            }
+        }
+    }
+
     public override void CheckQuiescent()
     {
         lock (_gate)

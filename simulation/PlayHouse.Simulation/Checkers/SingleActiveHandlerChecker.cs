@@ -13,7 +13,7 @@ namespace PlayHouse.Simulation.Checkers;
 /// runtime calls the exit hook before a stage's turn ends, so the next turn's entry is ordered after it.
 /// <see cref="CheckStep"/> assumes the single-threaded world: between two steps no handler is running.
 /// </remarks>
-public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
+public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeCrashAware
 {
     public const string CheckerName = "SingleActiveHandler";
 
@@ -107,6 +107,20 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
 
             stage.Active--;
             _activeTotal--;
+        }
+    }
+
+    /// <summary>A crash ends the node's handlers without their exits; the stages keep their high-water marks for the report.</summary>
+    public void OnNodeCrashed(string nodeId)
+    {
+        lock (_gate)
+        {
+            foreach (var key in _stages.Keys.Where(k => k.NodeId == nodeId).ToList())
+            {
+                ref var stage = ref CollectionsMarshal.GetValueRefOrNullRef(_stages, key);
+                _activeTotal -= stage.Active;
+                stage.Active = 0;
+            }
         }
     }
 

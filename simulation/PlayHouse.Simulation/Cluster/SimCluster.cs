@@ -2,6 +2,7 @@ using PlayHouse.Core.Codec;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
+using PlayHouse.Simulation.Checkers;
 using PlayHouse.Simulation.Clients;
 using PlayHouse.Simulation.Network;
 
@@ -268,6 +269,9 @@ public sealed class SimCluster : IDisposable
         node.Executor.IsAlive = false;
         node.Time.IsAlive = false;
         World.Trace.Record(World.NowTicks, "node.crash", node.Incarnation, 0, 0, nodeId);
+
+        // Checkers that key state by node forget the lost incarnation (no destroys, exits or completions follow).
+        (Observer as INodeCrashAware)?.OnNodeCrashed(nodeId);
         node.Mesh.Kill();
         Network.StopListening(node.ClientEndpoint);
         Network.StopListening(node.Mesh.Endpoint);
@@ -385,17 +389,29 @@ internal sealed class NodeTimeProvider(SimTimeProvider inner) : TimeProvider
 
     public override TimeZoneInfo LocalTimeZone => TimeZoneInfo.Utc;
 
-    public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period) =>
-        inner.CreateTimer(static s => ((GuardedCallback)s!).Invoke(), new GuardedCallback(this, callback, state), dueTime, period);
+    public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period)
+    {
+        var guarded = new GuardedCallback(this, callback, state);
+        var timer = inner.CreateTimer(static s => ((GuardedCallback)s!).Invoke(), guarded, dueTime, period);
+        guarded.Timer = timer;
+        return timer;
+    }
 
     private sealed class GuardedCallback(NodeTimeProvider owner, TimerCallback callback, object? state)
     {
+        public ITimer? Timer { get; set; }
+
         public void Invoke()
         {
             if (owner.IsAlive)
             {
                 callback(state);
+                return;
             }
+
+            // The node crashed: its periodic timers (game loops, sweeps) would otherwise fire into the void forever
+            // and the world would never go quiet, so each stops at its first firing after the crash.
+            Timer?.Dispose();
         }
     }
 }

@@ -6,20 +6,21 @@ namespace PlayHouse.Simulation.Runs;
 
 /// <summary>
 /// Schedules each step of a fault plan as a world event and applies it to the cluster at its virtual instant.
-/// Client-level steps (disconnect, reconnect) are also handed to the scenario, which owns its clients' sessions.
+/// Client steps (disconnect, reconnect) and node steps (crash, restart) are also handed to the scenario, which
+/// owns its clients' sessions and may rebuild what a crash lost.
 /// </summary>
 /// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
 public sealed class FaultApplier
 {
     private readonly SimCluster _cluster;
     private readonly SimOptions _options;
-    private readonly Action<FaultStep> _onClientStep;
+    private readonly Action<FaultStep> _onScenarioStep;
 
-    public FaultApplier(SimCluster cluster, SimOptions options, Action<FaultStep> onClientStep)
+    public FaultApplier(SimCluster cluster, SimOptions options, Action<FaultStep> onScenarioStep)
     {
         _cluster = cluster;
         _options = options;
-        _onClientStep = onClientStep;
+        _onScenarioStep = onScenarioStep;
     }
 
     /// <summary>Steps applied so far, in order.</summary>
@@ -85,6 +86,7 @@ public sealed class FaultApplier
                 if (HasNode(step.Target))
                 {
                     _cluster.Crash(step.Target);
+                    _onScenarioStep(step);
                 }
 
                 break;
@@ -92,6 +94,7 @@ public sealed class FaultApplier
                 if (HasNode(step.Target))
                 {
                     _cluster.Restart(step.Target);
+                    _onScenarioStep(step);
                 }
 
                 break;
@@ -101,10 +104,10 @@ public sealed class FaultApplier
                     _cluster.Disconnect(client);
                 }
 
-                _onClientStep(step);
+                _onScenarioStep(step);
                 break;
             case FaultKind.Reconnect:
-                _onClientStep(step);
+                _onScenarioStep(step);
                 break;
             default:
                 throw new InvalidOperationException($"Unknown fault kind {step.Kind}.");

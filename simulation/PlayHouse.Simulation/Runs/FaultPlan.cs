@@ -24,7 +24,10 @@ public enum FaultKind
     /// <summary>Reconnects a disconnected client, which authenticates again.</summary>
     Reconnect,
 
+    /// <summary>Crashes a node (Target = node id): its stages, sessions and mesh links are gone at once, nothing is drained.</summary>
     Crash,
+
+    /// <summary>Starts a fresh, empty incarnation of a crashed node (Target = node id).</summary>
     Restart,
 
     /// <summary>Holds all mesh traffic between two nodes for <see cref="FaultStep.Duration"/>.</summary>
@@ -79,9 +82,9 @@ public sealed record FaultPlan(IReadOnlyList<FaultStep> Steps)
         foreach (var part in text.Split(';', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries))
         {
             var fields = part.Split(':');
-            if (fields.Length is not (2 or 6))
+            if (fields.Length is < 2 or > 6)
             {
-                throw new FormatException($"Fault step '{part}' must be 'at:kind' or 'at:kind:target:other:value:duration'.");
+                throw new FormatException($"Fault step '{part}' must be 'at:kind' followed by up to four optional fields ':target:other:value:duration'.");
             }
 
             if (!Enum.TryParse<FaultKind>(fields[1], ignoreCase: true, out var kind))
@@ -90,13 +93,21 @@ public sealed record FaultPlan(IReadOnlyList<FaultStep> Steps)
             }
 
             var at = ParseMs(fields[0], part);
-            steps.Add(fields.Length == 2
-                ? new FaultStep(at, kind)
-                : new FaultStep(at, kind, fields[2], fields[3], double.Parse(fields[4], CultureInfo.InvariantCulture), ParseMs(fields[5], part)));
+            // Trailing fields are optional, so '900ms:restart:play-1' needs no empty placeholders.
+            var target = fields.Length > 2 ? fields[2] : "";
+            var other = fields.Length > 3 ? fields[3] : "";
+            var value = fields.Length > 4 && fields[4].Length > 0 ? ParseValue(fields[4], part) : 0;
+            var duration = fields.Length > 5 && fields[5].Length > 0 ? ParseMs(fields[5], part) : TimeSpan.Zero;
+            steps.Add(new FaultStep(at, kind, target, other, value, duration));
         }
 
         return new FaultPlan([.. steps.OrderBy(s => s.At)]);
     }
+
+    private static double ParseValue(string text, string part) =>
+        double.TryParse(text, NumberStyles.Float, CultureInfo.InvariantCulture, out var value) && double.IsFinite(value)
+            ? value
+            : throw new FormatException($"Bad value '{text}' in fault step '{part}'; write a number like 25 or 0.5.");
 
     private static TimeSpan ParseMs(string text, string part)
     {

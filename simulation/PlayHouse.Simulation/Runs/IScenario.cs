@@ -34,8 +34,11 @@ public interface IScenarioRun
     /// <summary>A one-line account of progress for the runner's progress display.</summary>
     string Progress { get; }
 
-    /// <summary>A client-level fault step (disconnect, reconnect) that the scenario acts on.</summary>
-    void OnClientFault(FaultStep step);
+    /// <summary>
+    /// A fault step the scenario may act on, after the cluster applied it: client steps (disconnect, reconnect),
+    /// whose sessions the scenario owns, and node steps (crash, restart), whose lost state it may rebuild.
+    /// </summary>
+    void OnFault(FaultStep step);
 
     /// <summary>Winds down: disconnects clients and closes stages so the cluster can reach quiescence.</summary>
     void Finish();

@@ -149,7 +149,7 @@ public sealed record SimOptions
         {
             var at = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
             var duration = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
-            switch (random.NextInt(5))
+            switch (random.NextInt(6))
             {
                 case 0:
                     steps.Add(new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(30), Duration: duration));
@@ -165,6 +165,10 @@ public sealed record SimOptions
                     break;
                 case 3:
                     steps.Add(new FaultStep(at, FaultKind.Clog, "play-1", "api-1", Duration: duration));
+                    break;
+                case 4:
+                    steps.Add(new FaultStep(at, FaultKind.Crash, "play-1"));
+                    steps.Add(new FaultStep(at + duration, FaultKind.Restart, "play-1"));
                     break;
                 default:
                     steps.Add(new FaultStep(at, FaultKind.Partition, "play-1", "api-1"));

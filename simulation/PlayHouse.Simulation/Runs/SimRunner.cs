@@ -85,7 +85,7 @@ public static class SimRunner
                 throw new InvalidOperationException($"Scenario '{scenario.Name}' did not start.");
             }
 
-            var faults = new FaultApplier(cluster, options, run.OnClientFault);
+            var faults = new FaultApplier(cluster, options, run.OnFault);
             faults.Schedule(options.Faults);
             if (!options.Faults.IsEmpty)
             {

@@ -52,6 +52,7 @@ public static class Profiles
             (5, EpisodeKind.DisconnectClient),
             (1, EpisodeKind.LatencySpike),
             (1, EpisodeKind.LossBurst),
+            (2, EpisodeKind.CrashRestart),
         ],
     };
 

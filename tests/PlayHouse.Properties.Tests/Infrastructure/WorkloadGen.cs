@@ -19,6 +19,7 @@ public sealed record WorkloadProfile
         (3, EpisodeKind.DisconnectClient),
         (1, EpisodeKind.ClogMesh),
         (1, EpisodeKind.PartitionMesh),
+        (1, EpisodeKind.CrashRestart),
     ];
 
     public int EpisodesMax { get; init; } = 3;

@@ -22,6 +22,9 @@ public enum EpisodeKind
 
     /// <summary>The mesh between play-1 and api-1 is cut both ways, then healed after the duration.</summary>
     PartitionMesh,
+
+    /// <summary>play-1 crashes (stages, sessions and links gone at once), then restarts empty after the duration.</summary>
+    CrashRestart,
 }
 
 /// <summary>
@@ -51,6 +54,10 @@ public sealed record FaultEpisode(EpisodeKind Kind, int AtMs, int DurationMs, in
             case EpisodeKind.ClogMesh:
                 yield return new FaultStep(at, FaultKind.Clog, "play-1", "api-1", Duration: end - at);
                 break;
+            case EpisodeKind.CrashRestart:
+                yield return new FaultStep(at, FaultKind.Crash, "play-1");
+                yield return new FaultStep(end, FaultKind.Restart, "play-1");
+                break;
             default:
                 yield return new FaultStep(at, FaultKind.Partition, "play-1", "api-1");
                 yield return new FaultStep(end, FaultKind.Heal);
@@ -64,6 +71,7 @@ public sealed record FaultEpisode(EpisodeKind Kind, int AtMs, int DurationMs, in
         EpisodeKind.LossBurst => $"loss {Value}% at {AtMs} ms for {DurationMs} ms",
         EpisodeKind.DisconnectClient => $"client {Target} cut at {AtMs} ms for {DurationMs} ms",
         EpisodeKind.ClogMesh => $"mesh clog at {AtMs} ms for {DurationMs} ms",
+        EpisodeKind.CrashRestart => $"play-1 crashed at {AtMs} ms, restarted after {DurationMs} ms",
         _ => $"mesh partition at {AtMs} ms for {DurationMs} ms",
     };
 }

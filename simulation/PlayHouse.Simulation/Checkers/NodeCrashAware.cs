@@ -1,0 +1,13 @@
+namespace PlayHouse.Simulation.Checkers;
+
+/// <summary>
+/// A checker that follows node crashes. A crash ends everything the node's incarnation held at once, with none of
+/// its usual endings: stages get no destroy, handlers in progress never exit, requests the node issued never
+/// complete on it. A checker that keys state by node forgets that incarnation's state here, so a restarted node
+/// starts clean and the lost state is not judged as a violation at quiescence.
+/// </summary>
+public interface INodeCrashAware
+{
+    /// <summary>The node crashed; its current incarnation is gone.</summary>
+    void OnNodeCrashed(string nodeId);
+}
