@@ -40,11 +40,7 @@ internal sealed class FrameReader : IDisposable
     private Payload _payload;
     private int _payloadLengthBytes;
     private int _payloadFilledBytes;
-    private FrameError _fault;
-    private bool _broken;
-    private bool _ended;
-    private bool _disposed;
-    private long _streamOffsetBytes;
+    private StreamDecoderState _state;
 
     public FrameReader(MessagePool pool, Utf8StringCache? msgIdCache, FrameDecoderOptions? options, bool isServer, string defaultOwner)
     {
@@ -73,9 +69,9 @@ internal sealed class FrameReader : IDisposable
 
     public bool HasPartialFrame => _phase != Phase.Length || _headerFilledBytes > 0;
 
-    public FrameError Fault => _fault;
+    public FrameError Fault => _state.Fault;
 
-    public long StreamOffsetBytes => _streamOffsetBytes;
+    public long StreamOffsetBytes => _state.StreamOffsetBytes;
 
     public bool TryRead(ref ReadOnlySpan<byte> input, out DecodedFrame frame)
     {
@@ -92,7 +88,7 @@ internal sealed class FrameReader : IDisposable
                         input[..take].CopyTo(_payload.WritableSpan[_payloadFilledBytes..]);
                         input = input[take..];
                         _payloadFilledBytes += take;
-                        _streamOffsetBytes += take;
+                        _state.StreamOffsetBytes += take;
                     }
 
                     if (_payloadFilledBytes < _payloadLengthBytes)
@@ -109,7 +105,7 @@ internal sealed class FrameReader : IDisposable
                 input[..headerTake].CopyTo(_header.AsSpan(_headerFilledBytes));
                 input = input[headerTake..];
                 _headerFilledBytes += headerTake;
-                _streamOffsetBytes += headerTake;
+                _state.StreamOffsetBytes += headerTake;
                 if (_headerFilledBytes < _headerNeededBytes)
                 {
                     frame = default;
@@ -145,7 +141,7 @@ internal sealed class FrameReader : IDisposable
         {
             // Anything unexpected (the pool refusing a rent, say) leaves the frame boundary unknown as surely as bad input.
             ReleasePartial();
-            _broken = true;
+            _state.Broken = true;
             throw;
         }
     }
@@ -196,13 +192,13 @@ internal sealed class FrameReader : IDisposable
             var payload = fields.OriginalSize > 0 ? Inflate(payloadBytes, fields.OriginalSize) : CopyToPooled(payloadBytes);
 
             buffer = buffer.Slice(frameBytes);
-            _streamOffsetBytes += frameBytes;
+            _state.StreamOffsetBytes += frameBytes;
             frame = fields with { Payload = payload, OriginalSize = 0 };
             return true;
         }
         catch (Exception e) when (e is not FrameDecodeException)
         {
-            _broken = true;
+            _state.Broken = true;
             throw;
         }
     }
@@ -218,7 +214,7 @@ internal sealed class FrameReader : IDisposable
             throw Fail(FrameError.TruncatedFrame, $"The stream ended inside a frame: {received} of {expected} bytes arrived.");
         }
 
-        _ended = true;
+        _state.Ended = true;
     }
 
     /// <summary>Declares end of stream for the sequence path: bytes left in <paramref name="remaining"/> are a truncated frame.</summary>
@@ -235,12 +231,12 @@ internal sealed class FrameReader : IDisposable
 
     public void Dispose()
     {
-        if (_disposed)
+        if (_state.Disposed)
         {
             return;
         }
 
-        _disposed = true;
+        _state.Disposed = true;
         ReleasePartial();
     }
 
@@ -407,9 +403,9 @@ internal sealed class FrameReader : IDisposable
 
     private FrameDecodeException Fail(FrameError error, string message, Exception? inner = null)
     {
-        _fault = error;
+        _state.Fault = error;
         ReleasePartial();
-        return new FrameDecodeException(error, $"{error}: {message} (stream offset {_streamOffsetBytes}).", _streamOffsetBytes, inner);
+        return new FrameDecodeException(error, $"{error}: {message} (stream offset {_state.StreamOffsetBytes}).", _state.StreamOffsetBytes, inner);
     }
 
     private void ReleasePartial()
@@ -419,22 +415,5 @@ internal sealed class FrameReader : IDisposable
         payload.Dispose();
     }
 
-    private void ThrowIfUnusable()
-    {
-        ObjectDisposedException.ThrowIf(_disposed, this);
-        if (_fault != FrameError.None)
-        {
-            throw new FrameDecodeException(_fault, $"{_fault}: the decoder already failed and the stream is desynchronised; close the connection.", _streamOffsetBytes);
-        }
-
-        if (_broken)
-        {
-            throw new InvalidOperationException("The decoder failed with an unexpected exception and the stream is desynchronised; close the connection.");
-        }
-
-        if (_ended)
-        {
-            throw new InvalidOperationException("The stream was already completed.");
-        }
-    }
+    private void ThrowIfUnusable() => _state.ThrowIfUnusable(this);
 }

@@ -33,11 +33,7 @@ public sealed class MeshFrameDecoder : IDisposable
     private Payload _payload;
     private int _payloadLengthBytes;
     private int _payloadFilledBytes;
-    private FrameError _fault;
-    private bool _broken;
-    private bool _ended;
-    private bool _disposed;
-    private long _streamOffsetBytes;
+    private StreamDecoderState _state;
 
     public MeshFrameDecoder(MessagePool pool, MeshFrameOptions? options = null)
     {
@@ -61,10 +57,10 @@ public sealed class MeshFrameDecoder : IDisposable
     public bool HasPartialFrame => _phase != Phase.FrameLength || _headFilledBytes > 0;
 
     /// <summary>The error that poisoned the decoder, or <see cref="FrameError.None"/>.</summary>
-    public FrameError Fault => _fault;
+    public FrameError Fault => _state.Fault;
 
     /// <summary>Bytes consumed from the stream so far.</summary>
-    public long StreamOffsetBytes => _streamOffsetBytes;
+    public long StreamOffsetBytes => _state.StreamOffsetBytes;
 
     /// <summary>
     /// Consumes bytes from <paramref name="input"/> up to the end of the next frame. Returns true with
@@ -88,7 +84,7 @@ public sealed class MeshFrameDecoder : IDisposable
                         input[..take].CopyTo(_payload.WritableSpan[_payloadFilledBytes..]);
                         input = input[take..];
                         _payloadFilledBytes += take;
-                        _streamOffsetBytes += take;
+                        _state.StreamOffsetBytes += take;
                     }
 
                     if (_payloadFilledBytes < _payloadLengthBytes)
@@ -97,7 +93,7 @@ public sealed class MeshFrameDecoder : IDisposable
                         return false;
                     }
 
-                    MeshFrameCodec.ParseHeader(_head.AsSpan(MeshFrameCodec.PrefixBytes, _headerBytes), header, _payloadLengthBytes, _streamOffsetBytes);
+                    MeshFrameCodec.ParseHeader(_head.AsSpan(MeshFrameCodec.PrefixBytes, _headerBytes), header, _payloadLengthBytes, _state.StreamOffsetBytes);
                     payload = _payload;
                     _payload = Payload.Empty;
                     _phase = Phase.FrameLength;
@@ -110,7 +106,7 @@ public sealed class MeshFrameDecoder : IDisposable
                 input[..headTake].CopyTo(_head.AsSpan(_headFilledBytes));
                 input = input[headTake..];
                 _headFilledBytes += headTake;
-                _streamOffsetBytes += headTake;
+                _state.StreamOffsetBytes += headTake;
                 if (_headFilledBytes < _headNeededBytes)
                 {
                     payload = Payload.Empty;
@@ -121,13 +117,13 @@ public sealed class MeshFrameDecoder : IDisposable
                 {
                     case Phase.FrameLength:
                         _frameLengthBytes = BinaryPrimitives.ReadInt32LittleEndian(_head);
-                        MeshFrameCodec.CheckFrameLength(_frameLengthBytes, _options, _streamOffsetBytes);
+                        MeshFrameCodec.CheckFrameLength(_frameLengthBytes, _options, _state.StreamOffsetBytes);
                         _headNeededBytes = MeshFrameCodec.PrefixBytes;
                         _phase = Phase.HeaderLength;
                         break;
                     case Phase.HeaderLength:
                         _headerBytes = BinaryPrimitives.ReadInt32LittleEndian(_head.AsSpan(MeshFrameCodec.FrameLengthBytes));
-                        MeshFrameCodec.CheckHeaderLength(_headerBytes, _frameLengthBytes, _options, _streamOffsetBytes);
+                        MeshFrameCodec.CheckHeaderLength(_headerBytes, _frameLengthBytes, _options, _state.StreamOffsetBytes);
                         _headNeededBytes = MeshFrameCodec.PrefixBytes + _headerBytes;
                         _phase = Phase.Header;
                         break;
@@ -142,14 +138,14 @@ public sealed class MeshFrameDecoder : IDisposable
         }
         catch (FrameDecodeException e)
         {
-            _fault = e.Error;
+            _state.Fault = e.Error;
             ReleasePartial();
             throw;
         }
         catch
         {
             // Anything unexpected (the pool refusing a rent, say) leaves the frame boundary unknown as surely as bad input.
-            _broken = true;
+            _state.Broken = true;
             ReleasePartial();
             throw;
         }
@@ -182,14 +178,14 @@ public sealed class MeshFrameDecoder : IDisposable
             var available = (int)Math.Min(buffer.Length, MeshFrameCodec.PrefixBytes);
             buffer.Slice(0, available).CopyTo(prefix);
             var frameLengthBytes = BinaryPrimitives.ReadInt32LittleEndian(prefix);
-            MeshFrameCodec.CheckFrameLength(frameLengthBytes, _options, _streamOffsetBytes);
+            MeshFrameCodec.CheckFrameLength(frameLengthBytes, _options, _state.StreamOffsetBytes);
             if (available < MeshFrameCodec.PrefixBytes)
             {
                 return false;
             }
 
             var headerBytes = BinaryPrimitives.ReadInt32LittleEndian(prefix[MeshFrameCodec.FrameLengthBytes..]);
-            MeshFrameCodec.CheckHeaderLength(headerBytes, frameLengthBytes, _options, _streamOffsetBytes);
+            MeshFrameCodec.CheckHeaderLength(headerBytes, frameLengthBytes, _options, _state.StreamOffsetBytes);
             var frameBytes = MeshFrameCodec.FrameLengthBytes + frameLengthBytes;
             if (buffer.Length < frameBytes)
             {
@@ -197,7 +193,7 @@ public sealed class MeshFrameDecoder : IDisposable
             }
 
             var payloadBytes = frameLengthBytes - MeshFrameCodec.HeaderLengthBytes - headerBytes;
-            MeshFrameCodec.ParseHeader(buffer.Slice(MeshFrameCodec.PrefixBytes, headerBytes), header, payloadBytes, _streamOffsetBytes);
+            MeshFrameCodec.ParseHeader(buffer.Slice(MeshFrameCodec.PrefixBytes, headerBytes), header, payloadBytes, _state.StreamOffsetBytes);
             if (payloadBytes > 0)
             {
                 payload = _pool.Rent(payloadBytes, _owner);
@@ -205,17 +201,17 @@ public sealed class MeshFrameDecoder : IDisposable
             }
 
             buffer = buffer.Slice(frameBytes);
-            _streamOffsetBytes += frameBytes;
+            _state.StreamOffsetBytes += frameBytes;
             return true;
         }
         catch (FrameDecodeException e)
         {
-            _fault = e.Error;
+            _state.Fault = e.Error;
             throw;
         }
         catch
         {
-            _broken = true;
+            _state.Broken = true;
             throw;
         }
     }
@@ -227,16 +223,16 @@ public sealed class MeshFrameDecoder : IDisposable
         ThrowIfUnusable();
         if (HasPartialFrame)
         {
-            _fault = FrameError.TruncatedFrame;
+            _state.Fault = FrameError.TruncatedFrame;
             ReleasePartial();
             var received = _phase == Phase.Payload ? _headNeededBytes + _payloadFilledBytes : _headFilledBytes;
             throw new FrameDecodeException(
                 FrameError.TruncatedFrame,
-                $"TruncatedFrame: the stream ended inside a mesh frame after {received} bytes (stream offset {_streamOffsetBytes}).",
-                _streamOffsetBytes);
+                $"TruncatedFrame: the stream ended inside a mesh frame after {received} bytes (stream offset {_state.StreamOffsetBytes}).",
+                _state.StreamOffsetBytes);
         }
 
-        _ended = true;
+        _state.Ended = true;
     }
 
     /// <summary>Declares end of stream for sequence input; <paramref name="remaining"/> is what the last TryDecode left.</summary>
@@ -246,11 +242,11 @@ public sealed class MeshFrameDecoder : IDisposable
         ThrowIfUnusable();
         if (!remaining.IsEmpty)
         {
-            _fault = FrameError.TruncatedFrame;
+            _state.Fault = FrameError.TruncatedFrame;
             throw new FrameDecodeException(
                 FrameError.TruncatedFrame,
-                $"TruncatedFrame: the stream ended inside a mesh frame; {remaining.Length} bytes are left over (stream offset {_streamOffsetBytes}).",
-                _streamOffsetBytes);
+                $"TruncatedFrame: the stream ended inside a mesh frame; {remaining.Length} bytes are left over (stream offset {_state.StreamOffsetBytes}).",
+                _state.StreamOffsetBytes);
         }
 
         Complete();
@@ -259,12 +255,12 @@ public sealed class MeshFrameDecoder : IDisposable
     /// <summary>Returns the payload buffer of an unfinished frame, if any, to the pool.</summary>
     public void Dispose()
     {
-        if (_disposed)
+        if (_state.Disposed)
         {
             return;
         }
 
-        _disposed = true;
+        _state.Disposed = true;
         ReleasePartial();
     }
 
@@ -275,22 +271,5 @@ public sealed class MeshFrameDecoder : IDisposable
         payload.Dispose();
     }
 
-    private void ThrowIfUnusable()
-    {
-        ObjectDisposedException.ThrowIf(_disposed, this);
-        if (_fault != FrameError.None)
-        {
-            throw new FrameDecodeException(_fault, $"{_fault}: the decoder already failed and the stream is desynchronised; close the connection.", _streamOffsetBytes);
-        }
-
-        if (_broken)
-        {
-            throw new InvalidOperationException("The decoder failed with an unexpected exception and the stream is desynchronised; close the connection.");
-        }
-
-        if (_ended)
-        {
-            throw new InvalidOperationException("The stream was already completed.");
-        }
-    }
+    private void ThrowIfUnusable() => _state.ThrowIfUnusable(this);
 }
