@@ -91,10 +91,10 @@ public sealed class ServerCounters
     /// <summary>Inbound requests refused with <see cref="ErrorCodes.TooManyUnansweredRequests"/> because the reply ledger was full.</summary>
     public long UnansweredRequestsRefused => Volatile.Read(ref _unansweredRequestsRefused);
 
-    /// <summary>Inbound requests that got no reply before their requester's deadline; their ledger entries were dropped.</summary>
+    /// <summary>Inbound requests that got no reply by their requester's deadline; their ledger entries were dropped.</summary>
     public long UnansweredRequestsExpired => Volatile.Read(ref _unansweredRequestsExpired);
 
-    /// <summary>Replies to requests whose ledger entries had expired; dropped, since the requester had timed out.</summary>
+    /// <summary>Replies to requests whose ledger entries had expired; still sent (the requester may count them late), never thrown.</summary>
     public long RepliesAfterExpiry => Volatile.Read(ref _repliesAfterExpiry);
 
     /// <summary>All counters by name, in name order, for reports.</summary>

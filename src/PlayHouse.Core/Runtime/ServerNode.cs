@@ -274,7 +274,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     }
 
     /// <summary>Sends the one reply a request accepts; a second reply throws and is counted.</summary>
-    /// <remarks>A reply after the request's ledger entry expired is dropped and counted instead: its requester has timed out.</remarks>
+    /// <remarks>A reply after the request's ledger entry expired is counted and still sent, without an exception.</remarks>
     internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)
     {
         switch (CloseInbound(token))
@@ -283,9 +283,10 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
                 RouteReply(token, msgId, payload, errorCode, fromStageId);
                 return;
             case InboundClose.Expired:
+                // Still sent: the deadline was this node's estimate (a client's timeout is not on the wire), and the
+                // requester tells a late reply from a useful one itself (its LateReplies counter).
                 Counters.AddReplyAfterExpiry();
-                Observer.OnDropped(NodeId, "reply-after-expiry", msgId);
-                payload.DisposeIfOwner();
+                RouteReply(token, msgId, payload, errorCode, fromStageId);
                 return;
             case InboundClose.NotRequest:
                 payload.DisposeIfOwner();
@@ -296,10 +297,15 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
     }
 
-    /// <summary>Replies with an error unless the request was answered already (or expired); used by the runtime's own failure paths.</summary>
+    /// <summary>Replies with an error unless the request was answered already; used by the runtime's own failure paths.</summary>
     internal bool TryReplyError(in ReplyToken token, ushort errorCode, long fromStageId)
     {
-        if (CloseInbound(token) != InboundClose.Closed)
+        var closed = CloseInbound(token);
+        if (closed == InboundClose.Expired)
+        {
+            Counters.AddReplyAfterExpiry();
+        }
+        else if (closed != InboundClose.Closed)
         {
             return false;
         }
@@ -326,12 +332,12 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
                 }
 
                 // Past its deadline but not yet swept: expired all the same, so the outcome never depends on a sweep.
-                _expiredInbound.Add(token.InboundId);
                 Counters.AddUnansweredRequestsExpired(1);
                 return InboundClose.Expired;
             }
 
-            if (_expiredInbound.Contains(token.InboundId))
+            // Taking the id out of the expired set lets exactly one reply through after expiry; another one throws.
+            if (_expiredInbound.Remove(token.InboundId))
             {
                 return InboundClose.Expired;
             }
@@ -546,5 +552,6 @@ internal sealed class RecentIds(int capacity)
         _ids.Add(id);
     }
 
-    public bool Contains(long id) => _ids.Contains(id);
+    /// <summary>Forgets an id; true when it was remembered. Its place in the order is freed when it comes up.</summary>
+    public bool Remove(long id) => _ids.Remove(id);
 }

@@ -28,7 +28,7 @@ public sealed class ReplyLedgerTests
     }
 
     [Fact]
-    public void ReplyAfterItsEntryExpired_IsDroppedAndCounted_NotSentAndNotThrown()
+    public void ReplyAfterItsEntryExpired_IsCountedAndStillSent_NotThrown()
     {
         using var h = new RuntimeHarness();
         h.CreateStage(1);
@@ -41,15 +41,42 @@ public sealed class ReplyLedgerTests
         };
         var task = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Slow", Payload.Empty, Timeout);
         h.Advance(Timeout);
+        var openAfterDeadline = h.Play.UnansweredRequestCount;
 
         h.Stages[2].Link.Reply(held.Single(), "TooLate", h.Bytes(1, 2, 3));
         h.Pump();
 
+        // The replier's deadline is only its estimate of the requester's, so the reply still goes out; this requester
+        // had timed out and drops it as late.
+        Assert.Equal(0, openAfterDeadline);
         Assert.Equal(ErrorCodes.RequestTimeout, RuntimeHarness.Completed(task).ErrorCode);
-        Assert.Equal(1, h.Play.Counters.RepliesAfterExpiry);
-        Assert.Equal(0, h.Play.Counters.LateReplies + h.Play.Counters.SecondReplyAttempts);
-        Assert.Equal(0, h.Mesh.InFlightCount);
+        Assert.Equal((1L, 1L), (h.Play.Counters.UnansweredRequestsExpired, h.Play.Counters.RepliesAfterExpiry));
+        Assert.Equal(1, h.Play.Counters.LateReplies);
+        Assert.Equal(0, h.Play.Counters.SecondReplyAttempts);
+        Assert.Throws<InvalidOperationException>(() => h.Stages[2].Link.Reply(held.Single(), ErrorCodes.Success));
         h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void ReplyThatComesAfterTheDefaultDeadline_StillReachesAClientThatWaitsLonger()
+    {
+        // A client's timeout is not on the wire: a relay that waits out its own downstream timeout replies just
+        // after the assumed deadline, and the client (waiting longer) must still get that answer.
+        using var h = new RuntimeHarness(new ServerOptions { DefaultStageType = RuntimeHarness.StageType, RequestTimeout = TimeSpan.FromSeconds(1) });
+        h.CreateStage(1);
+        h.CreateStage(2);
+        h.Stages[2].OnServer = (_, _) => ValueTask.CompletedTask;
+        h.Stages[1].OnClient = async (stage, _, packet) =>
+        {
+            using var downstream = await stage.Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Silent", Payload.Empty);
+            stage.Link.Reply(packet, downstream.ErrorCode);
+        };
+        var client = h.Join(1, accountId: 7);
+        var seq = client.Request("Relay", 1, [1]);
+        h.Advance(TimeSpan.FromSeconds(1));
+
+        Assert.Equal(ErrorCodes.RequestTimeout, client.ReplyTo(seq).ErrorCode);
+        Assert.Equal(1, h.Play.Counters.RepliesAfterExpiry);
     }
 
     [Fact]

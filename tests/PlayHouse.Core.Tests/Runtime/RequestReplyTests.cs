@@ -48,14 +48,15 @@ public sealed class RequestReplyTests
         using var h = new RuntimeHarness();
         h.CreateStage(1);
         h.CreateStage(2);
-        h.Stages[2].OnServer = (_, _) => ValueTask.CompletedTask;
+        var held = new List<Packet>();
+        h.Stages[2].OnServer = (_, packet) =>
+        {
+            held.Add(packet);
+            return ValueTask.CompletedTask;
+        };
         var task = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Slow", Payload.Empty, Timeout);
         h.Advance(Timeout);
-        var seq = h.Events.RequestsOf(RuntimeHarness.PlayNode).Single().MsgSeq;
-
-        // The network delays a reply past the requester's timeout (a reply sent after the replier's own ledger entry
-        // expired is dropped at the replier instead: ReplyLedgerTests).
-        h.Play.OnMeshMessage(new MeshMessage { IsReply = true, MsgSeq = seq, MsgId = "Late", From = RuntimeHarness.PlayNode, StageId = 2, Payload = h.Bytes(1) });
+        h.Stages[2].Link.Reply(held.Single(), "Late", h.Bytes(1));
         h.Pump();
 
         Assert.Equal(ErrorCodes.RequestTimeout, RuntimeHarness.Completed(task).ErrorCode);
