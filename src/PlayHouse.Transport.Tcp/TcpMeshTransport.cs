@@ -316,6 +316,8 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             IsReply = h.IsReply,
             IsSystem = h.IsSystem,
             SenderAwaits = h.SenderAwaits,
+            TimeoutMs = h.TimeoutMs,
+            AwaitChain = h.GetAwaitChain(),
             StageType = h.StageType.Length == 0 ? null : h.StageType,
             Payload = payload.Move("mesh-received"),
         });
@@ -471,6 +473,8 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             h.IsReply = message.IsReply;
             h.IsSystem = message.IsSystem;
             h.SenderAwaits = message.SenderAwaits;
+            h.TimeoutMs = message.TimeoutMs;
+            h.SetAwaitChain(message.AwaitChain);
             h.StageType = message.StageType ?? string.Empty;
             h.PayloadSize = message.Payload.Length;
         }

@@ -248,6 +248,8 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
             IsReply = h.IsReply,
             IsSystem = h.IsSystem,
             SenderAwaits = h.SenderAwaits,
+            TimeoutMs = h.TimeoutMs,
+            AwaitChain = h.GetAwaitChain(),
             StageType = h.StageType.Length == 0 ? null : h.StageType,
             Payload = payload.Move("mesh-received"),
         });
@@ -269,6 +271,8 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         h.IsReply = message.IsReply;
         h.IsSystem = message.IsSystem;
         h.SenderAwaits = message.SenderAwaits;
+        h.TimeoutMs = message.TimeoutMs;
+        h.SetAwaitChain(message.AwaitChain);
         h.StageType = message.StageType ?? string.Empty;
         h.PayloadSize = message.Payload.Length;
         var length = MeshFrameCodec.GetEncodedLength(h, message.Payload.Length);

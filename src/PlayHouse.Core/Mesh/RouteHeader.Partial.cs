@@ -1,3 +1,5 @@
+using PlayHouse.Core.Runtime;
+
 namespace PlayHouse.Core.Mesh.Proto;
 
 /// <summary>Additions to the generated <see cref="RouteHeader"/>.</summary>
@@ -24,6 +26,42 @@ public sealed partial class RouteHeader
         FromStageId = 0;
         SenderAwaits = false;
         StageType = string.Empty;
+        TimeoutMs = 0;
+        AwaitChain.Clear();
         _unknownFields = null;
+    }
+
+    /// <summary>Replaces the await chain with <paramref name="chain"/> (null or empty writes nothing on the wire).</summary>
+    public void SetAwaitChain(AwaitingStage[]? chain)
+    {
+        AwaitChain.Clear();
+        if (chain is null)
+        {
+            return;
+        }
+
+        foreach (var stage in chain)
+        {
+            AwaitChain.Add(new AwaitEdge { NodeId = stage.NodeId, StageId = stage.StageId, MsgSeq = stage.MsgSeq });
+        }
+    }
+
+    /// <summary>The await chain as the runtime carries it: null when empty (no allocation), at most
+    /// <see cref="AwaitingStage.ChainLengthMax"/> entries (a longer chain from a peer is cut, nearest kept).</summary>
+    public AwaitingStage[]? GetAwaitChain()
+    {
+        if (AwaitChain.Count == 0)
+        {
+            return null;
+        }
+
+        var chain = new AwaitingStage[Math.Min(AwaitChain.Count, AwaitingStage.ChainLengthMax)];
+        for (var i = 0; i < chain.Length; i++)
+        {
+            var edge = AwaitChain[i];
+            chain[i] = new AwaitingStage(edge.NodeId, edge.StageId, edge.MsgSeq);
+        }
+
+        return chain;
     }
 }

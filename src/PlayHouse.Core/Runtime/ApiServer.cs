@@ -34,13 +34,18 @@ public sealed class ApiServer : ServerNode, IApiLink
 
     protected override void OnInboundMessage(in MeshMessage message)
     {
-        var reply = OpenMeshToken(message, 0);
         if (!_handlers.TryGetValue(message.MsgId, out var handler))
         {
             Counters.AddUnknownApiMessage();
             Observer.OnDropped(NodeId, "unknown-api-msg", message.MsgId);
             message.Payload.DisposeIfOwner();
-            TryReplyError(reply, ErrorCodes.HandlerNotFound, 0);
+            ReplyErrorNow(message, ErrorCodes.HandlerNotFound, 0);
+            return;
+        }
+
+        if (!TryOpenMeshToken(message, 0, out var reply))
+        {
+            message.Payload.DisposeIfOwner();
             return;
         }
 

@@ -50,7 +50,7 @@ public static class ErrorCodes
     /// <summary>The target server is not known to the mesh.</summary>
     public const ushort ServerNotFound = 60015;
 
-    /// <summary>Off-stage work was refused because too much is already in flight.</summary>
+    /// <summary>Off-stage work was refused because too much is already in flight (<see cref="OffStageQueueFullException"/>).</summary>
     public const ushort OffStageQueueFull = 60016;
 
     /// <summary>The server is shutting down.</summary>
@@ -61,6 +61,9 @@ public static class ErrorCodes
 
     /// <summary>A client message named a stage the session's actor is not in.</summary>
     public const ushort NotInStage = 60019;
+
+    /// <summary>The server's ledger of requests awaiting a reply is at its cap (<see cref="ServerOptions.UnansweredRequestsMax"/>).</summary>
+    public const ushort TooManyUnansweredRequests = 60020;
 
     /// <summary>Returns a short name for a runtime error code, or the number for user codes.</summary>
     public static string Describe(ushort code) => code switch
@@ -85,6 +88,7 @@ public static class ErrorCodes
         ServerStopping => nameof(ServerStopping),
         AlreadyAuthenticated => nameof(AlreadyAuthenticated),
         NotInStage => nameof(NotInStage),
+        TooManyUnansweredRequests => nameof(TooManyUnansweredRequests),
         _ => code.ToString(System.Globalization.CultureInfo.InvariantCulture),
     };
 }

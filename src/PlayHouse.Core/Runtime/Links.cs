@@ -71,10 +71,13 @@ public interface IStageLink : ISenderLink
 
     bool IsGameLoopRunning { get; }
 
-    /// <summary>Runs CPU work off the stage; the continuation runs back on the stage, with the error if it threw.</summary>
+    /// <summary>Runs CPU work off the stage; the continuation runs back on the stage, exactly once, with the error if it threw.</summary>
+    /// <exception cref="OffStageQueueFullException">The stage already has <see cref="ServerOptions.OffStageInFlightMax"/> work items whose
+    /// continuations have not run; this work was not started and its continuation will not run.</exception>
     void RunOffStage<T>(Func<T> work, Action<OffStageResult<T>> continuation);
 
-    /// <summary>Runs asynchronous I/O off the stage; the continuation runs back on the stage.</summary>
+    /// <summary>Runs asynchronous I/O off the stage; the continuation runs back on the stage, exactly once.</summary>
+    /// <exception cref="OffStageQueueFullException">As for <see cref="RunOffStage{T}"/>.</exception>
     void RunOffStageAsync<T>(Func<Task<T>> work, Action<OffStageResult<T>> continuation);
 
     /// <summary>Destroys every actor, then the stage, after the current handler.</summary>

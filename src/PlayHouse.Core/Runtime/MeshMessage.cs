@@ -25,6 +25,15 @@ public struct MeshMessage
     public bool IsReply;
     public bool IsSystem;
     public bool SenderAwaits;
+
+    /// <summary>The requester's timeout in milliseconds when it passed one explicitly; 0: the receiver assumes its own default.</summary>
+    public uint TimeoutMs;
+
+    /// <summary>
+    /// Stages upstream of the sender that wait (transitively) for this request: each awaits a request whose handler
+    /// led to this one. Null or empty in the common case. Used to fail request cycles of any length fast.
+    /// </summary>
+    public AwaitingStage[]? AwaitChain;
     public string? StageType;
     public Payload Payload;
 
@@ -35,6 +44,19 @@ public struct MeshMessage
 
     public override readonly string ToString() =>
         $"Mesh({From}->{(IsReply ? "reply" : "msg")} {MsgId} seq={MsgSeq} stage={StageId} err={ErrorCode} {Payload.Length} B)";
+}
+
+/// <summary>
+/// One stage in a request's await chain: the stage <paramref name="StageId"/> on <paramref name="NodeId"/> awaits
+/// its own request <paramref name="MsgSeq"/> (an id of that node's request table).
+/// </summary>
+public readonly record struct AwaitingStage(string NodeId, long StageId, ulong MsgSeq)
+{
+    /// <summary>
+    /// The most entries a chain carries; a cycle through more stages than this plus the sender is not recognised
+    /// and waits for its timeout. It bounds the header (each entry is a server id and two numbers).
+    /// </summary>
+    public const int ChainLengthMax = 16;
 }
 
 /// <summary>

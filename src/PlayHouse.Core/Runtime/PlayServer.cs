@@ -189,7 +189,12 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        var reply = OpenClientToken(sessionId, msgSeq, stageId, msgId);
+        if (!TryOpenClientToken(sessionId, msgSeq, stageId, msgId, out var reply))
+        {
+            payload.DisposeIfOwner();
+            return;
+        }
+
         var message = new StageMessage
         {
             Kind = StageWorkKind.ClientMessage,
@@ -253,7 +258,13 @@ public sealed class PlayServer : ServerNode
             session.State = SessionState.Authenticating;
         }
 
-        var reply = OpenClientToken(session.SessionId, msgSeq == 0 ? (ushort)1 : msgSeq, stageId, msgId);
+        if (!TryOpenClientToken(session.SessionId, msgSeq == 0 ? (ushort)1 : msgSeq, stageId, msgId, out var reply))
+        {
+            payload.DisposeIfOwner();
+            OnJoinFailed(session);
+            return;
+        }
+
         var stage = FindOrCreateForJoin(stageId, out var errorCode);
         var message = new StageMessage
         {
@@ -451,13 +462,20 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (message.IsRequest && message.SenderAwaits && message.FromStageId != 0 && stage.IsAwaiting(message.From, message.FromStageId))
+        if (message.IsRequest && message.SenderAwaits && message.FromStageId != 0 && stage.IsInCycleWith(message))
         {
-            // The target awaits the sender, and the sender awaits this request: queuing it would deadlock both
-            // until the timeout (B9), so it fails now.
+            // The sender awaits this request, and the target awaits (directly or through a chain of awaiting stages)
+            // a request that leads back to the sender: queuing it would deadlock them all until the timeout (B9),
+            // so it fails now.
             Counters.AddCycleRequestRefused();
             message.Payload.DisposeIfOwner();
-            TryReplyError(OpenMeshToken(message, message.StageId), ErrorCodes.RequestCycle, message.StageId);
+            ReplyErrorNow(message, ErrorCodes.RequestCycle, message.StageId);
+            return;
+        }
+
+        if (!TryOpenMeshToken(message, message.StageId, out var reply))
+        {
+            message.Payload.DisposeIfOwner();
             return;
         }
 
@@ -467,7 +485,9 @@ public sealed class PlayServer : ServerNode
             External = true,
             MsgId = message.MsgId,
             Payload = message.Payload,
-            Reply = OpenMeshToken(message, message.StageId),
+            Reply = reply,
+            WaiterStageId = message.IsRequest && message.SenderAwaits ? message.FromStageId : 0,
+            AwaitChain = message.AwaitChain,
         };
         if (!stage.Post(stageMessage))
         {
@@ -477,7 +497,12 @@ public sealed class PlayServer : ServerNode
 
     private void OnSystemMessage(in MeshMessage message)
     {
-        var reply = OpenMeshToken(message, message.StageId);
+        if (!TryOpenMeshToken(message, message.StageId, out var reply))
+        {
+            message.Payload.DisposeIfOwner();
+            return;
+        }
+
         var op = (SystemOp)message.ServiceId;
         var getOrCreate = op == SystemOp.GetOrCreateStage;
         if (op is not (SystemOp.CreateStage or SystemOp.GetOrCreateStage))
@@ -519,7 +544,7 @@ public sealed class PlayServer : ServerNode
         if (message.IsRequest)
         {
             Counters.AddUnknownStageRequest();
-            TryReplyError(OpenMeshToken(message, message.StageId), ErrorCodes.StageNotFound, message.StageId);
+            ReplyErrorNow(message, ErrorCodes.StageNotFound, message.StageId);
         }
         else
         {

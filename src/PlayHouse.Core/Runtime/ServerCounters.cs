@@ -29,6 +29,10 @@ public sealed class ServerCounters
     private long _offStageRefused;
     private long _unknownApiMessages;
     private long _meshSendsToUnknownServers;
+    private long _offStageResultsDiscarded;
+    private long _unansweredRequestsRefused;
+    private long _unansweredRequestsExpired;
+    private long _repliesAfterExpiry;
 
     public long MailboxRefused => Volatile.Read(ref _mailboxRefused);
 
@@ -81,6 +85,18 @@ public sealed class ServerCounters
 
     public long MeshSendsToUnknownServers => Volatile.Read(ref _meshSendsToUnknownServers);
 
+    /// <summary>Off-stage results that came back after their stage closed; what they owned was released.</summary>
+    public long OffStageResultsDiscarded => Volatile.Read(ref _offStageResultsDiscarded);
+
+    /// <summary>Inbound requests refused with <see cref="ErrorCodes.TooManyUnansweredRequests"/> because the reply ledger was full.</summary>
+    public long UnansweredRequestsRefused => Volatile.Read(ref _unansweredRequestsRefused);
+
+    /// <summary>Inbound requests that got no reply by their requester's deadline; their ledger entries were dropped.</summary>
+    public long UnansweredRequestsExpired => Volatile.Read(ref _unansweredRequestsExpired);
+
+    /// <summary>Replies to requests whose ledger entries had expired; still sent (the requester may count them late), never thrown.</summary>
+    public long RepliesAfterExpiry => Volatile.Read(ref _repliesAfterExpiry);
+
     /// <summary>All counters by name, in name order, for reports.</summary>
     public IReadOnlyList<KeyValuePair<string, long>> Snapshot() =>
     [
@@ -96,13 +112,17 @@ public sealed class ServerCounters
         new(nameof(MeshSendsToUnknownServers), MeshSendsToUnknownServers),
         new(nameof(MisaddressedReplies), MisaddressedReplies),
         new(nameof(OffStageRefused), OffStageRefused),
+        new(nameof(OffStageResultsDiscarded), OffStageResultsDiscarded),
         new(nameof(PendingRequestsRefused), PendingRequestsRefused),
+        new(nameof(RepliesAfterExpiry), RepliesAfterExpiry),
         new(nameof(RepliesToClosedSessions), RepliesToClosedSessions),
         new(nameof(RequestTimeouts), RequestTimeouts),
         new(nameof(SecondReplyAttempts), SecondReplyAttempts),
         new(nameof(SelfRequestsRefused), SelfRequestsRefused),
         new(nameof(SessionsClosedBeforeAuthentication), SessionsClosedBeforeAuthentication),
         new(nameof(TimerTicksCoalesced), TimerTicksCoalesced),
+        new(nameof(UnansweredRequestsExpired), UnansweredRequestsExpired),
+        new(nameof(UnansweredRequestsRefused), UnansweredRequestsRefused),
         new(nameof(UnknownApiMessages), UnknownApiMessages),
         new(nameof(UnknownReplies), UnknownReplies),
         new(nameof(UnknownStageRequests), UnknownStageRequests),
@@ -154,4 +174,12 @@ public sealed class ServerCounters
     internal void AddUnknownApiMessage() => Interlocked.Increment(ref _unknownApiMessages);
 
     internal void AddMeshSendToUnknownServer() => Interlocked.Increment(ref _meshSendsToUnknownServers);
+
+    internal void AddOffStageResultDiscarded() => Interlocked.Increment(ref _offStageResultsDiscarded);
+
+    internal void AddUnansweredRequestRefused() => Interlocked.Increment(ref _unansweredRequestsRefused);
+
+    internal void AddUnansweredRequestsExpired(long count) => Interlocked.Add(ref _unansweredRequestsExpired, count);
+
+    internal void AddReplyAfterExpiry() => Interlocked.Increment(ref _repliesAfterExpiry);
 }

@@ -18,8 +18,16 @@ public sealed record NodeSeams(TimeProvider Time, IExecutor Executor, IRandomSou
 public abstract class ServerNode : IMeshEndpoint, IDisposable
 {
     private readonly Lock _inboundGate = new();
-    private readonly HashSet<long> _openInbound = [];
+
+    // The exactly-once ledger: open inbound request ids with the timestamp at which each expires. Ids are
+    // consecutive, so ids below _oldestOpenInboundId are known closed (answered or expired).
+    private readonly Dictionary<long, long> _openInbound = [];
+    private readonly RecentIds _expiredInbound;
     private long _nextInboundId;
+    private long _oldestOpenInboundId = 1;
+
+    // No open entry expires before this instant (it may be stale-early after replies; a scan makes it exact).
+    private long _earliestInboundDeadline = long.MaxValue;
 
     protected ServerNode(string nodeId, NodeSeams seams, ServerOptions? options)
     {
@@ -35,6 +43,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         Options.Validate();
         OffStageContext = new ExecutorSynchronizationContext(Executor);
         Requests = new RequestTable(this);
+        _expiredInbound = new RecentIds(Options.RecentCompletionsMax);
     }
 
     public string NodeId { get; }
@@ -62,13 +71,16 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// <summary>Outgoing requests still waiting for a reply or a timeout.</summary>
     public int PendingRequestCount => Requests.PendingCount;
 
-    /// <summary>Inbound requests that a handler has not answered yet.</summary>
+    /// <summary>Inbound requests that a handler has not answered yet and whose requesters' deadlines have not passed.</summary>
+    /// <remarks>Reading it first drops the entries that expired (counted in <see cref="ServerCounters.UnansweredRequestsExpired"/>).</remarks>
     public int UnansweredRequestCount
     {
         get
         {
+            var now = Time.GetTimestamp();
             lock (_inboundGate)
             {
+                ExpireInbound(now, scanAll: true);
                 return _openInbound.Count;
             }
         }
@@ -106,59 +118,194 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         GC.SuppressFinalize(this);
     }
 
-    /// <summary>Opens the exactly-once ledger entry of a request that arrived over the mesh.</summary>
-    internal ReplyToken OpenMeshToken(in MeshMessage message, long stageId)
+    /// <summary>
+    /// Opens the exactly-once ledger entry of a request that arrived over the mesh (a one-way message needs none and
+    /// gets the default token). False when the ledger is at <see cref="ServerOptions.UnansweredRequestsMax"/>: the
+    /// requester was already answered with <see cref="ErrorCodes.TooManyUnansweredRequests"/> (counted), and the caller
+    /// must release the payload and drop the message.
+    /// </summary>
+    internal bool TryOpenMeshToken(in MeshMessage message, long stageId, out ReplyToken token)
+    {
+        token = default;
+        if (!message.IsRequest)
+        {
+            return true;
+        }
+
+        // The entry lives as long as its requester waits: the timeout the request carries, else this node's default
+        // (a sender that passed no timeout used its own default, and the nodes of one cluster share their options).
+        var timeout = message.TimeoutMs > 0 ? TimeSpan.FromMilliseconds(message.TimeoutMs) : Options.RequestTimeout;
+        var unanswered = new ReplyToken(ReplyRoute.Mesh, 0, message.MsgId, 0, 0, message.From, message.MsgSeq, stageId);
+        if (!TryOpenInbound(timeout, out var id))
+        {
+            RefuseOverLedgerCap(unanswered, stageId);
+            return false;
+        }
+
+        token = new ReplyToken(ReplyRoute.Mesh, id, message.MsgId, 0, 0, message.From, message.MsgSeq, stageId);
+        return true;
+    }
+
+    /// <summary>Opens the exactly-once ledger entry of a request from a client session; false as for <see cref="TryOpenMeshToken"/>.</summary>
+    internal bool TryOpenClientToken(long sessionId, ushort msgSeq, long stageId, string msgId, out ReplyToken token)
+    {
+        token = default;
+        if (msgSeq == 0)
+        {
+            return true;
+        }
+
+        // A client's timeout is not on the wire; PlayHouse clients default to the same 30 s as RequestTimeout.
+        if (!TryOpenInbound(Options.RequestTimeout, out var id))
+        {
+            RefuseOverLedgerCap(new ReplyToken(ReplyRoute.Client, 0, msgId, sessionId, msgSeq, null, 0, stageId), stageId);
+            return false;
+        }
+
+        token = new ReplyToken(ReplyRoute.Client, id, msgId, sessionId, msgSeq, null, 0, stageId);
+        return true;
+    }
+
+    /// <summary>
+    /// Answers a mesh request at once with a runtime error, without a ledger entry: the runtime replies before anything
+    /// else can, so exactly once holds by construction, and a full ledger cannot stop the answer.
+    /// </summary>
+    internal void ReplyErrorNow(in MeshMessage message, ushort errorCode, long stageId)
     {
         if (!message.IsRequest)
         {
-            return default;
+            return;
         }
 
-        return new ReplyToken(ReplyRoute.Mesh, OpenInbound(), message.MsgId, 0, 0, message.From, message.MsgSeq, stageId);
+        RouteReply(new ReplyToken(ReplyRoute.Mesh, 0, message.MsgId, 0, 0, message.From, message.MsgSeq, stageId), message.MsgId, Payload.Empty, errorCode, stageId);
     }
 
-    /// <summary>Opens the exactly-once ledger entry of a request from a client session.</summary>
-    internal ReplyToken OpenClientToken(long sessionId, ushort msgSeq, long stageId, string msgId)
+    private void RefuseOverLedgerCap(in ReplyToken unanswered, long stageId)
     {
-        if (msgSeq == 0)
-        {
-            return default;
-        }
-
-        return new ReplyToken(ReplyRoute.Client, OpenInbound(), msgId, sessionId, msgSeq, null, 0, stageId);
+        Counters.AddUnansweredRequestRefused();
+        Observer.OnDropped(NodeId, nameof(ErrorCodes.TooManyUnansweredRequests), unanswered.RequestMsgId);
+        RouteReply(unanswered, unanswered.RequestMsgId, Payload.Empty, ErrorCodes.TooManyUnansweredRequests, stageId);
     }
 
-    private long OpenInbound()
+    private bool TryOpenInbound(TimeSpan timeout, out long id)
     {
+        var now = Time.GetTimestamp();
+        var deadline = now + (long)((decimal)timeout.Ticks * Time.TimestampFrequency / TimeSpan.TicksPerSecond);
         lock (_inboundGate)
         {
-            var id = ++_nextInboundId;
-            _openInbound.Add(id);
-            return id;
+            ExpireInbound(now, scanAll: false);
+            if (_openInbound.Count >= Options.UnansweredRequestsMax)
+            {
+                ExpireInbound(now, scanAll: true);
+                if (_openInbound.Count >= Options.UnansweredRequestsMax)
+                {
+                    id = 0;
+                    return false;
+                }
+            }
+
+            id = ++_nextInboundId;
+            _openInbound.Add(id, deadline);
+            if (deadline < _earliestInboundDeadline)
+            {
+                _earliestInboundDeadline = deadline;
+            }
+
+            return true;
+        }
+    }
+
+    /// <summary>
+    /// Drops ledger entries whose requesters' deadlines have passed: the requester has timed out, so no reply can
+    /// matter any more. The oldest ids go first in amortised constant time (with one timeout for all requests that is
+    /// every expired entry); <paramref name="scanAll"/> also finds entries with shorter timeouts behind longer ones.
+    /// </summary>
+    /// <remarks>Called under the ledger lock, when a request opens an entry and when the count is read, so it needs no timer.</remarks>
+    private void ExpireInbound(long now, bool scanAll)
+    {
+        long expired = 0;
+        while (_oldestOpenInboundId <= _nextInboundId)
+        {
+            if (_openInbound.TryGetValue(_oldestOpenInboundId, out var deadline))
+            {
+                if (deadline > now)
+                {
+                    break;
+                }
+
+                _openInbound.Remove(_oldestOpenInboundId);
+                _expiredInbound.Add(_oldestOpenInboundId);
+                expired++;
+            }
+
+            _oldestOpenInboundId++;
+        }
+
+        if (scanAll && now >= _earliestInboundDeadline)
+        {
+            var earliest = long.MaxValue;
+            foreach (var (id, deadline) in _openInbound)
+            {
+                if (deadline <= now)
+                {
+                    // Removing the current entry while enumerating a Dictionary is allowed and keeps the enumeration valid.
+                    _openInbound.Remove(id);
+                    _expiredInbound.Add(id);
+                    expired++;
+                }
+                else if (deadline < earliest)
+                {
+                    earliest = deadline;
+                }
+            }
+
+            _earliestInboundDeadline = earliest;
+        }
+
+        if (_openInbound.Count == 0)
+        {
+            _earliestInboundDeadline = long.MaxValue;
+        }
+
+        if (expired > 0)
+        {
+            Counters.AddUnansweredRequestsExpired(expired);
         }
     }
 
     /// <summary>Sends the one reply a request accepts; a second reply throws and is counted.</summary>
+    /// <remarks>A reply after the request's ledger entry expired is counted and still sent, without an exception.</remarks>
     internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)
     {
-        if (!TryCloseInbound(token))
+        switch (CloseInbound(token))
         {
-            payload.DisposeIfOwner();
-            if (!token.IsRequest)
-            {
+            case InboundClose.Closed:
+                RouteReply(token, msgId, payload, errorCode, fromStageId);
+                return;
+            case InboundClose.Expired:
+                // Still sent: the deadline was this node's estimate (a client's timeout is not on the wire), and the
+                // requester tells a late reply from a useful one itself (its LateReplies counter).
+                Counters.AddReplyAfterExpiry();
+                RouteReply(token, msgId, payload, errorCode, fromStageId);
+                return;
+            case InboundClose.NotRequest:
+                payload.DisposeIfOwner();
                 throw new InvalidOperationException($"Reply({msgId}) to a packet that is not a request: one-way messages take no reply.");
-            }
-
-            throw new InvalidOperationException($"Request {token.RequestMsgId} ({token}) was already answered; a request takes exactly one reply.");
+            default:
+                payload.DisposeIfOwner();
+                throw new InvalidOperationException($"Request {token.RequestMsgId} ({token}) was already answered; a request takes exactly one reply.");
         }
-
-        RouteReply(token, msgId, payload, errorCode, fromStageId);
     }
 
     /// <summary>Replies with an error unless the request was answered already; used by the runtime's own failure paths.</summary>
     internal bool TryReplyError(in ReplyToken token, ushort errorCode, long fromStageId)
     {
-        if (!token.IsRequest || !TryCloseInbound(token))
+        var closed = CloseInbound(token);
+        if (closed == InboundClose.Expired)
+        {
+            Counters.AddReplyAfterExpiry();
+        }
+        else if (closed != InboundClose.Closed)
         {
             return false;
         }
@@ -167,23 +314,37 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         return true;
     }
 
-    private bool TryCloseInbound(in ReplyToken token)
+    private InboundClose CloseInbound(in ReplyToken token)
     {
         if (!token.IsRequest)
         {
-            return false;
+            return InboundClose.NotRequest;
         }
 
+        var now = Time.GetTimestamp();
         lock (_inboundGate)
         {
-            if (_openInbound.Remove(token.InboundId))
+            if (_openInbound.Remove(token.InboundId, out var deadline))
             {
-                return true;
+                if (deadline > now)
+                {
+                    return InboundClose.Closed;
+                }
+
+                // Past its deadline but not yet swept: expired all the same, so the outcome never depends on a sweep.
+                Counters.AddUnansweredRequestsExpired(1);
+                return InboundClose.Expired;
+            }
+
+            // Taking the id out of the expired set lets exactly one reply through after expiry; another one throws.
+            if (_expiredInbound.Remove(token.InboundId))
+            {
+                return InboundClose.Expired;
             }
         }
 
         Counters.AddSecondReplyAttempt();
-        return false;
+        return InboundClose.AlreadyAnswered;
     }
 
     private void RouteReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)
@@ -308,6 +469,8 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             StageId = stageId,
             FromStageId = fromStage?.StageId ?? 0,
             SenderAwaits = request.SenderAwaits,
+            TimeoutMs = timeout is { } explicitTimeout ? ToWireTimeoutMs(explicitTimeout) : 0,
+            AwaitChain = request.SenderAwaits ? fromStage!.AwaitChainOfCurrentHandler() : null,
             IsSystem = systemOp != SystemOp.None,
             ServiceId = (int)systemOp,
             StageType = stageType,
@@ -318,6 +481,11 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             Requests.FailFast(request, ErrorCodes.ServerNotFound);
         }
     }
+
+    /// <summary>A timeout in whole milliseconds for the route header, rounded up so the receiver never expires the
+    /// ledger entry before the requester gives up.</summary>
+    private static uint ToWireTimeoutMs(TimeSpan timeout) =>
+        (uint)Math.Clamp(Math.Ceiling(timeout.TotalMilliseconds), 1, uint.MaxValue);
 
     /// <summary>Runs a reply callback: on the requesting stage when there is one, otherwise on the executor.</summary>
     internal void DeliverCallback(PendingRequest request, Response response)
@@ -350,4 +518,40 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             }
         }
     }
+}
+
+/// <summary>How closing a ledger entry went.</summary>
+internal enum InboundClose
+{
+    Closed,
+    AlreadyAnswered,
+    Expired,
+    NotRequest,
+}
+
+/// <summary>A bounded set of the most recent ids added: the oldest is forgotten when it is full.</summary>
+/// <remarks>Not thread-safe; the owner locks.</remarks>
+internal sealed class RecentIds(int capacity)
+{
+    private readonly HashSet<long> _ids = [];
+    private readonly Queue<long> _order = new();
+
+    public void Add(long id)
+    {
+        if (capacity == 0)
+        {
+            return;
+        }
+
+        if (_order.Count >= capacity)
+        {
+            _ids.Remove(_order.Dequeue());
+        }
+
+        _order.Enqueue(id);
+        _ids.Add(id);
+    }
+
+    /// <summary>Forgets an id; true when it was remembered. Its place in the order is freed when it comes up.</summary>
+    public bool Remove(long id) => _ids.Remove(id);
 }

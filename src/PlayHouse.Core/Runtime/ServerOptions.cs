@@ -12,12 +12,26 @@ public sealed record ServerOptions
     /// <summary>Outstanding outgoing requests of the node before new ones fail fast.</summary>
     public int PendingRequestsMax { get; init; } = 100_000;
 
+    /// <summary>
+    /// Inbound requests a node holds in its exactly-once reply ledger (handled or queued, not yet answered, requester's
+    /// deadline not passed) before it refuses new ones with <see cref="ErrorCodes.TooManyUnansweredRequests"/>.
+    /// </summary>
+    public int UnansweredRequestsMax { get; init; } = 100_000;
+
+    /// <summary>
+    /// Default timeout of outgoing requests; also how long an inbound request's ledger entry lives when its sender did
+    /// not say (client requests, and mesh requests sent without an explicit timeout).
+    /// </summary>
     public TimeSpan RequestTimeout { get; init; } = TimeSpan.FromSeconds(30);
 
     /// <summary>Ticks of one timer waiting in a mailbox before further ticks are coalesced (dropped and counted).</summary>
     public int TimerPendingTicksMax { get; init; } = 1;
 
-    /// <summary>Off-stage work items in flight per stage before new ones are refused.</summary>
+    /// <summary>
+    /// Off-stage work items per stage whose continuations have not run yet (running, or their results waiting in the
+    /// mailbox) before new ones are refused with <see cref="OffStageQueueFullException"/>. It also bounds the off-stage
+    /// results a mailbox holds beyond <see cref="MailboxCapacityMax"/>.
+    /// </summary>
     public int OffStageInFlightMax { get; init; } = 1_000;
 
     /// <summary>The msg id a client must send first.</summary>
@@ -26,7 +40,8 @@ public sealed record ServerOptions
     /// <summary>The stage type created when a client authenticates into an unknown stage id; null refuses.</summary>
     public string? DefaultStageType { get; init; }
 
-    /// <summary>Recent completed request ids remembered to tell late replies from unknown ones.</summary>
+    /// <summary>Recent completed request ids remembered to tell late replies from unknown ones; also the expired inbound
+    /// ids remembered to tell a reply after expiry from a second reply.</summary>
     public int RecentCompletionsMax { get; init; } = 4096;
 
     public void Validate()
@@ -34,6 +49,7 @@ public sealed record ServerOptions
         Require(MailboxCapacityMax > 0, nameof(MailboxCapacityMax));
         Require(TurnMessageBudget > 0, nameof(TurnMessageBudget));
         Require(PendingRequestsMax > 0, nameof(PendingRequestsMax));
+        Require(UnansweredRequestsMax > 0, nameof(UnansweredRequestsMax));
         Require(RequestTimeout > TimeSpan.Zero, nameof(RequestTimeout));
         Require(TimerPendingTicksMax > 0, nameof(TimerPendingTicksMax));
         Require(OffStageInFlightMax > 0, nameof(OffStageInFlightMax));

@@ -38,6 +38,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private long _nextTimerId;
     private GameLoop? _gameLoop;
     private int _offStageInFlight;
+    private long _handlingWaiterStageId;
+    private string? _handlingWaiterNodeId;
+    private ulong _handlingWaiterMsgSeq;
+    private AwaitingStage[]? _handlingChainIn;
+    private AwaitingStage[]? _handlingChainOut;
 
     public StageHost(PlayServer server, StageRegistration registration, long stageId)
     {
@@ -167,27 +172,86 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
     }
 
-    /// <summary>True when this stage's current handler awaits a request to the given stage: queuing that stage's
-    /// blocking request here would deadlock both until the timeout.</summary>
-    public bool IsAwaiting(string nodeId, long stageId)
+    /// <summary>
+    /// True when queuing <paramref name="request"/> (a request whose sending stage awaits it) would close a cycle of
+    /// awaiting stages: this stage's current handler awaits a request to the sender (A&lt;-&gt;B), or this stage is in
+    /// the request's await chain and still awaits the request named there (A-&gt;B-&gt;C-&gt;A, any length up to
+    /// <see cref="AwaitingStage.ChainLengthMax"/>, across nodes). Either way the request would wait behind a handler
+    /// that waits for it, until the timeout.
+    /// </summary>
+    public bool IsInCycleWith(in MeshMessage request)
     {
         lock (_gate)
         {
-            if (!_handlerInProgress)
+            if (!_handlerInProgress || _awaitedRequests.Count == 0)
             {
                 return false;
             }
 
-            foreach (var request in _awaitedRequests)
+            foreach (var awaited in _awaitedRequests)
             {
-                if (request.TargetStageId == stageId && string.Equals(request.TargetNodeId, nodeId, StringComparison.Ordinal))
+                if (awaited.TargetStageId == request.FromStageId && string.Equals(awaited.TargetNodeId, request.From, StringComparison.Ordinal))
                 {
                     return true;
                 }
             }
 
+            var chain = request.AwaitChain;
+            if (chain is null)
+            {
+                return false;
+            }
+
+            foreach (var upstream in chain)
+            {
+                if (upstream.StageId != StageId || !string.Equals(upstream.NodeId, NodeId, StringComparison.Ordinal))
+                {
+                    continue;
+                }
+
+                // Still awaiting the very request the chain started from: the chain is live, not a memory of a wait
+                // that has ended (a timed-out or answered request no longer counts).
+                foreach (var awaited in _awaitedRequests)
+                {
+                    if (awaited.MsgSeq == upstream.MsgSeq)
+                    {
+                        return true;
+                    }
+                }
+            }
+
             return false;
         }
+    }
+
+    /// <summary>
+    /// The await chain for a request the current handler sends and awaits: the stage awaiting the message this handler
+    /// serves, then that message's own chain (nearest first, cut at <see cref="AwaitingStage.ChainLengthMax"/>). Null
+    /// when no stage awaits the handler, the common case, so it allocates only for chains of two awaiting hops or more.
+    /// </summary>
+    /// <remarks>Called only from this stage's turns.</remarks>
+    internal AwaitingStage[]? AwaitChainOfCurrentHandler()
+    {
+        if (_handlingWaiterStageId == 0)
+        {
+            return null;
+        }
+
+        if (_handlingChainOut is not null)
+        {
+            return _handlingChainOut;
+        }
+
+        var upstream = _handlingChainIn;
+        var chain = new AwaitingStage[Math.Min(AwaitingStage.ChainLengthMax, 1 + (upstream?.Length ?? 0))];
+        chain[0] = new AwaitingStage(_handlingWaiterNodeId!, _handlingWaiterStageId, _handlingWaiterMsgSeq);
+        for (var i = 1; i < chain.Length; i++)
+        {
+            chain[i] = upstream![i - 1];
+        }
+
+        _handlingChainOut = chain;
+        return chain;
     }
 
     internal void NoteAwaiting(PendingRequest request)
@@ -312,6 +376,12 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     private void RunMessage(ref StageMessage message)
     {
+        // Who waits on this handler: read by requests it sends, to extend their await chains (cleared in Finish).
+        _handlingWaiterStageId = message.WaiterStageId;
+        _handlingWaiterNodeId = message.Reply.MeshNodeId;
+        _handlingWaiterMsgSeq = message.Reply.MeshMsgSeq;
+        _handlingChainIn = message.AwaitChain;
+        _handlingChainOut = null;
         _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
         ValueTask task;
         try
@@ -378,6 +448,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _handlerInProgress = false;
         }
 
+        _handlingWaiterStageId = 0;
+        _handlingWaiterNodeId = null;
+        _handlingChainIn = null;
+        _handlingChainOut = null;
         _server.Observer.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
 
         // The payload was lent to the handler until now, awaits included (B7d); a handler that kept it moved it.
@@ -905,28 +979,38 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     private void StartOffStage<T>(OffStageWork<T> work)
     {
+        // Each piece of work holds one completion slot from here until its continuation has run, so the off-stage
+        // results waiting in the mailbox never exceed OffStageInFlightMax. Work past the cap is refused at once:
+        // posting a refusal notice would itself be a mailbox entry without a bound (a loop of calls floods it).
         if (_offStageInFlight >= Options.OffStageInFlightMax)
         {
             Counters.AddOffStageRefused();
-            work.Refuse();
-            PostCompletion(work);
-            return;
+            throw new OffStageQueueFullException(NodeId, StageId, Options.OffStageInFlightMax);
         }
 
         _offStageInFlight++;
         _server.Executor.Schedule(work);
     }
 
-    internal void OnOffStageCompleted() => _offStageInFlight--;
+    /// <summary>Frees the completion slot of finished off-stage work; runs on the stage, before its continuation.</summary>
+    internal void OnOffStageCompleted()
+    {
+        _offStageInFlight--;
+        if (_offStageInFlight < 0)
+        {
+            throw new InvalidOperationException($"Stage {StageId} on {NodeId} freed more off-stage slots than it took.");
+        }
+    }
 
-    /// <summary>Posts a completion of the stage's own operation; these bypass the mailbox cap because each
-    /// stands for work the stage started, which is itself capped.</summary>
+    /// <summary>Posts the result of off-stage work. It bypasses the external cap because it holds one of the stage's
+    /// <see cref="ServerOptions.OffStageInFlightMax"/> completion slots, taken when the work started.</summary>
     internal void PostCompletion(IStageCompletion completion)
     {
         if (!Post(new StageMessage { Kind = StageWorkKind.OffStageResult, State = completion }))
         {
-            // The stage closed meanwhile: nothing is left to continue.
-            _offStageInFlight = Math.Max(0, _offStageInFlight - 1);
+            // The stage closed meanwhile: no continuation will run, so what the result owns is released here.
+            Counters.AddOffStageResultDiscarded();
+            completion.Discard();
         }
     }
 
@@ -1046,13 +1130,6 @@ internal sealed class OffStageWork<T>(StageHost stage, Func<T>? work, Func<Task<
     : IThreadPoolWorkItem, IStageCompletion
 {
     private OffStageResult<T> _result;
-    private bool _counted = true;
-
-    public void Refuse()
-    {
-        _counted = false;
-        _result = new OffStageResult<T>(default, null, ErrorCodes.OffStageQueueFull);
-    }
 
     public void Execute()
     {
@@ -1088,12 +1165,23 @@ internal sealed class OffStageWork<T>(StageHost stage, Func<T>? work, Func<Task<
 
     public void Complete(StageHost host)
     {
-        if (_counted)
-        {
-            host.OnOffStageCompleted();
-        }
-
+        host.OnOffStageCompleted();
         continuation(_result);
+    }
+
+    public void Discard()
+    {
+        // The continuation owned the value; with the stage gone, a pooled buffer (or anything disposable) in it
+        // is returned here, exactly once.
+        var value = _result.Value;
+        if (value is Payload payload)
+        {
+            payload.DisposeIfOwner();
+        }
+        else if (value is IDisposable disposable)
+        {
+            disposable.Dispose();
+        }
     }
 
     private async Task RunAsync()

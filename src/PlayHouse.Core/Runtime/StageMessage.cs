@@ -17,10 +17,20 @@ internal struct StageMessage
     public object? State;
     public ushort ErrorCode;
     public bool Connected;
+
+    /// <summary>For a stage-to-stage request whose sender awaits it: the sending stage's id (its node and request id
+    /// are in <see cref="Reply"/>); 0 when no stage waits on this message's handler.</summary>
+    public long WaiterStageId;
+
+    /// <summary>The stages upstream of the waiter that also wait on this handler (the request's await chain).</summary>
+    public AwaitingStage[]? AwaitChain;
 }
 
 /// <summary>A completion that runs on the stage when its mailbox entry comes up.</summary>
 internal interface IStageCompletion
 {
     void Complete(StageHost stage);
+
+    /// <summary>The stage closed before the completion could be queued: release what it owns instead.</summary>
+    void Discard();
 }

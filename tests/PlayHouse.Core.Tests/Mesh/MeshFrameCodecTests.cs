@@ -6,6 +6,7 @@ using PlayHouse.Core.Codec;
 using PlayHouse.Core.Mesh;
 using PlayHouse.Core.Mesh.Proto;
 using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Tests.Codec;
 
 namespace PlayHouse.Core.Tests.Mesh;
@@ -26,6 +27,10 @@ public sealed class MeshFrameCodecTests
         PayloadSize = payloadBytes,
         IsSystem = true,
         FromStageId = 99,
+        SenderAwaits = true,
+        StageType = "room",
+        TimeoutMs = 30_000,
+        AwaitChain = { new AwaitEdge { NodeId = "play-2", StageId = 7, MsgSeq = 12 }, new AwaitEdge { NodeId = "play-1", StageId = -1, MsgSeq = ulong.MaxValue } },
     };
 
     internal static byte[] Encode(RouteHeader header, byte[] payload)
@@ -209,6 +214,13 @@ public sealed class MeshFrameCodecTests
         // Set every field the descriptor knows, so a field added to the proto later and missed by Clear fails here.
         foreach (var field in RouteHeader.Descriptor.Fields.InFieldNumberOrder())
         {
+            if (field.IsRepeated)
+            {
+                var list = (System.Collections.IList)field.Accessor.GetValue(header);
+                list.Add(field.FieldType == FieldType.Message ? new AwaitEdge { NodeId = "x", StageId = 7, MsgSeq = 7 } : throw new NotSupportedException($"Add a sample element for {field.Name} ({field.FieldType})."));
+                continue;
+            }
+
             object value = field.FieldType switch
             {
                 FieldType.String => "x",
@@ -232,6 +244,51 @@ public sealed class MeshFrameCodecTests
 
         Assert.Equal(new RouteHeader(), header);
         Assert.Equal(0, header.CalculateSize());
+    }
+
+    [Fact]
+    public void AwaitChain_RoundTripsThroughTheWireNearestFirst()
+    {
+        var pool = DecodeHarness.CheckedPool();
+        var sent = new RouteHeader { MsgSeq = 3, MsgId = "Ask", SenderAwaits = true, FromStageId = 2 };
+        sent.SetAwaitChain([new AwaitingStage("play-2", 20, 5), new AwaitingStage("play-1", 10, 4)]);
+        var received = new RouteHeader();
+
+        Assert.True(MeshFrameCodec.TryDecode(Encode(sent, []), received, pool, out _, out _));
+
+        Assert.Equal([new AwaitingStage("play-2", 20, 5), new AwaitingStage("play-1", 10, 4)], received.GetAwaitChain()!);
+        Assert.Equal(sent, received);
+    }
+
+    [Fact]
+    public void NewFields_LeftAtTheirDefaults_AddNoBytesAndDecodeAsBefore()
+    {
+        // A request without an explicit timeout or an await chain (every frame of an old sender, and the common case)
+        // encodes exactly as before fields 15 and 16 existed, so frames and simulation traces keep their sizes.
+        var header = new RouteHeader { MsgSeq = 3, MsgId = "Ask", From = "play-1", StageId = 2, SenderAwaits = true, FromStageId = 1 };
+        var before = header.ToByteArray();
+        header.TimeoutMs = 0;
+        header.SetAwaitChain(null);
+        header.SetAwaitChain([]);
+
+        Assert.Equal(before, header.ToByteArray());
+        Assert.Null(header.GetAwaitChain());
+        Assert.Equal(0U, RouteHeader.Parser.ParseFrom(before).TimeoutMs);
+    }
+
+    [Fact]
+    public void AwaitChain_LongerThanTheCapFromAPeer_IsCutKeepingTheNearestStages()
+    {
+        var header = new RouteHeader();
+        for (var i = 0; i < AwaitingStage.ChainLengthMax + 5; i++)
+        {
+            header.AwaitChain.Add(new AwaitEdge { NodeId = "play-1", StageId = i, MsgSeq = (ulong)i });
+        }
+
+        var chain = header.GetAwaitChain()!;
+
+        Assert.Equal(AwaitingStage.ChainLengthMax, chain.Length);
+        Assert.Equal(Enumerable.Range(0, AwaitingStage.ChainLengthMax).Select(i => (long)i), chain.Select(c => c.StageId));
     }
 
     [Fact]

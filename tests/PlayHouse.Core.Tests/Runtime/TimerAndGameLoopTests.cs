@@ -203,23 +203,106 @@ public sealed class TimerAndGameLoopTests
     }
 
     [Fact]
-    public void OffStageWorkAtCap_IsRefusedWithOffStageQueueFull()
+    public void OffStageWorkAtCap_IsRefusedAtTheCallWithOffStageQueueFull_AndNeverStarted()
     {
         using var h = new RuntimeHarness(new Core.Runtime.ServerOptions { DefaultStageType = RuntimeHarness.StageType, OffStageInFlightMax = 1 });
         h.CreateStage(1);
         var codes = new List<ushort>();
+        var started = 0;
+        OffStageQueueFullException? refusal = null;
         h.Stages[1].OnServer = (stage, _) =>
         {
-            stage.Link.RunOffStage(() => 1, r => codes.Add(r.ErrorCode));
-            stage.Link.RunOffStage(() => 2, r => codes.Add(r.ErrorCode));
+            stage.Link.RunOffStage(() => ++started, r => codes.Add(r.ErrorCode));
+            refusal = Assert.Throws<OffStageQueueFullException>(() => stage.Link.RunOffStage(() => ++started, r => codes.Add(r.ErrorCode)));
             return ValueTask.CompletedTask;
         };
         h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Go", default);
         h.Pump();
 
-        Assert.Equal(2, codes.Count);
-        Assert.Contains(ErrorCodes.OffStageQueueFull, codes);
-        Assert.Contains(ErrorCodes.Success, codes);
+        Assert.Equal([ErrorCodes.Success], codes);
+        Assert.Equal(1, started);
+        Assert.Equal((ErrorCodes.OffStageQueueFull, 1L), (refusal!.ErrorCode, refusal.StageId));
         Assert.Equal(1, h.Play.Counters.OffStageRefused);
+        Assert.Empty(h.Events.Failures);
+    }
+
+    [Fact]
+    public void OffStageFlood_KeepsTheMailboxWithinItsCapPlusTheOffStageSlots_AndLeaksNothing()
+    {
+        const int mailboxCap = 8;
+        const int slots = 4;
+        using var h = new RuntimeHarness(new Core.Runtime.ServerOptions { DefaultStageType = RuntimeHarness.StageType, MailboxCapacityMax = mailboxCap, OffStageInFlightMax = slots });
+        h.CreateStage(1);
+        var gate = new TaskCompletionSource();
+        var results = new List<int>();
+        var refused = 0;
+        h.Stages[1].OnServer = async (stage, packet) =>
+        {
+            if (packet.MsgId != "Flood")
+            {
+                return;
+            }
+
+            // Each result is a pooled buffer the continuation owns and returns.
+            for (var i = 0; i < 100; i++)
+            {
+                var n = (byte)i;
+                try
+                {
+                    stage.Link.RunOffStage(() => stage.Link.Pool.Copy([n], "off-stage-result"), r =>
+                    {
+                        results.Add(r.Value.Span[0]);
+                        r.Value.Dispose();
+                    });
+                }
+                catch (OffStageQueueFullException)
+                {
+                    refused++;
+                }
+            }
+
+            // Hold the stage, so the results land in a mailbox that external messages fill to its cap meanwhile.
+            await gate.Task;
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Flood", default);
+        h.Pump();
+        for (var i = 0; i < 20; i++)
+        {
+            h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Fill", h.Bytes((byte)i));
+        }
+
+        h.Pump();
+        var highWaterWhileHeld = h.Play.GetStageStatistics().Single().MailboxHighWater;
+        gate.SetResult();
+        h.Pump();
+
+        // Without the reservation the 96 refusals were posted too, and the mailbox reached 8 + 100.
+        Assert.Equal(mailboxCap + slots, highWaterWhileHeld);
+        Assert.Equal(mailboxCap + slots, h.Play.GetStageStatistics().Single().MailboxHighWater);
+        Assert.Equal([0, 1, 2, 3], results);
+        Assert.Equal((96, 96L), (refused, h.Play.Counters.OffStageRefused));
+        Assert.Equal(20 - mailboxCap, h.Play.Counters.MailboxRefused);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void OffStageResult_ArrivingAfterItsStageClosed_IsReleasedAndCounted()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var continued = false;
+        h.Stages[1].OnServer = (stage, _) =>
+        {
+            stage.Link.RunOffStage(() => stage.Link.Pool.Copy([1, 2, 3], "off-stage-result"), r => continued = true);
+            stage.Link.CloseStage();
+            return ValueTask.CompletedTask;
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Go", default);
+        h.Pump();
+
+        Assert.False(h.Play.HasStage(1));
+        Assert.False(continued);
+        Assert.Equal(1, h.Play.Counters.OffStageResultsDiscarded);
+        h.Pool.ThrowIfLeaks();
     }
 }
