@@ -302,25 +302,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             return;
         }
 
-        _node.OnMeshMessage(new MeshMessage
-        {
-            MsgSeq = h.MsgSeq,
-            ServiceId = h.ServiceId,
-            MsgId = h.MsgId,
-            ErrorCode = (ushort)h.ErrorCode,
-            From = h.From,
-            StageId = h.StageId,
-            FromStageId = h.FromStageId,
-            AccountId = h.AccountId,
-            Sid = h.Sid,
-            IsReply = h.IsReply,
-            IsSystem = h.IsSystem,
-            SenderAwaits = h.SenderAwaits,
-            TimeoutMs = h.TimeoutMs,
-            AwaitChain = h.GetAwaitChain(),
-            StageType = h.StageType.Length == 0 ? null : h.StageType,
-            Payload = payload.Move("mesh-received"),
-        });
+        _node.OnMeshMessage(h.ToMessage(payload.Move("mesh-received")));
     }
 
     /// <summary>A mesh frame for the send queue, from a header filled under the peer's lock.</summary>
@@ -369,7 +351,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
                     return;
                 }
 
-                Fill(message);
+                _header.Fill(message);
                 var frameBytes = MeshFrameCodec.GetEncodedLength(_header, message.Payload.Length);
                 var writer = new MeshFrameWriter(_header, message.Payload, frameBytes);
                 if (_connection is { IsClosed: false } open)
@@ -455,28 +437,6 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             }
 
             connection?.Close(SessionCloseReason.LocalClose, "mesh transport stopped");
-        }
-
-        private void Fill(in MeshMessage message)
-        {
-            var h = _header;
-            h.Clear();
-            h.MsgSeq = message.MsgSeq;
-            h.ServiceId = message.ServiceId;
-            h.MsgId = message.MsgId ?? string.Empty;
-            h.ErrorCode = message.ErrorCode;
-            h.From = message.From ?? string.Empty;
-            h.StageId = message.StageId;
-            h.FromStageId = message.FromStageId;
-            h.AccountId = message.AccountId;
-            h.Sid = message.Sid;
-            h.IsReply = message.IsReply;
-            h.IsSystem = message.IsSystem;
-            h.SenderAwaits = message.SenderAwaits;
-            h.TimeoutMs = message.TimeoutMs;
-            h.SetAwaitChain(message.AwaitChain);
-            h.StageType = message.StageType ?? string.Empty;
-            h.PayloadSize = message.Payload.Length;
         }
 
         private bool Hold(in MeshFrameWriter writer)

@@ -233,48 +233,13 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         }
 
         MessagesReceived++;
-        var h = _receiveHeader;
-        _node.OnMeshMessage(new MeshMessage
-        {
-            MsgSeq = h.MsgSeq,
-            ServiceId = h.ServiceId,
-            MsgId = h.MsgId,
-            ErrorCode = (ushort)h.ErrorCode,
-            From = h.From,
-            StageId = h.StageId,
-            FromStageId = h.FromStageId,
-            AccountId = h.AccountId,
-            Sid = h.Sid,
-            IsReply = h.IsReply,
-            IsSystem = h.IsSystem,
-            SenderAwaits = h.SenderAwaits,
-            TimeoutMs = h.TimeoutMs,
-            AwaitChain = h.GetAwaitChain(),
-            StageType = h.StageType.Length == 0 ? null : h.StageType,
-            Payload = payload.Move("mesh-received"),
-        });
+        _node.OnMeshMessage(_receiveHeader.ToMessage(payload.Move("mesh-received")));
     }
 
     private int Encode(in MeshMessage message)
     {
         var h = _sendHeader;
-        h.Clear();
-        h.MsgSeq = message.MsgSeq;
-        h.ServiceId = message.ServiceId;
-        h.MsgId = message.MsgId ?? string.Empty;
-        h.ErrorCode = message.ErrorCode;
-        h.From = message.From ?? string.Empty;
-        h.StageId = message.StageId;
-        h.FromStageId = message.FromStageId;
-        h.AccountId = message.AccountId;
-        h.Sid = message.Sid;
-        h.IsReply = message.IsReply;
-        h.IsSystem = message.IsSystem;
-        h.SenderAwaits = message.SenderAwaits;
-        h.TimeoutMs = message.TimeoutMs;
-        h.SetAwaitChain(message.AwaitChain);
-        h.StageType = message.StageType ?? string.Empty;
-        h.PayloadSize = message.Payload.Length;
+        h.Fill(message);
         var length = MeshFrameCodec.GetEncodedLength(h, message.Payload.Length);
         if (_scratch.Length < length)
         {

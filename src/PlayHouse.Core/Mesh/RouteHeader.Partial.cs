@@ -1,3 +1,4 @@
+using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Core.Mesh.Proto;
@@ -30,6 +31,52 @@ public sealed partial class RouteHeader
         AwaitChain.Clear();
         _unknownFields = null;
     }
+
+    /// <summary>
+    /// Makes this header describe <paramref name="message"/> (every field replaced), ready to encode in front of its
+    /// payload. Every mesh transport maps messages to frames here, so a new header field is carried by all of them.
+    /// </summary>
+    public void Fill(in MeshMessage message)
+    {
+        Clear();
+        MsgSeq = message.MsgSeq;
+        ServiceId = message.ServiceId;
+        MsgId = message.MsgId ?? string.Empty;
+        ErrorCode = message.ErrorCode;
+        From = message.From ?? string.Empty;
+        StageId = message.StageId;
+        FromStageId = message.FromStageId;
+        AccountId = message.AccountId;
+        Sid = message.Sid;
+        IsReply = message.IsReply;
+        IsSystem = message.IsSystem;
+        SenderAwaits = message.SenderAwaits;
+        TimeoutMs = message.TimeoutMs;
+        SetAwaitChain(message.AwaitChain);
+        StageType = message.StageType ?? string.Empty;
+        PayloadSize = message.Payload.Length;
+    }
+
+    /// <summary>The mesh message a decoded header describes, carrying <paramref name="payload"/> (ownership passes to the message).</summary>
+    public MeshMessage ToMessage(Payload payload) => new()
+    {
+        MsgSeq = MsgSeq,
+        ServiceId = ServiceId,
+        MsgId = MsgId,
+        ErrorCode = (ushort)ErrorCode,
+        From = From,
+        StageId = StageId,
+        FromStageId = FromStageId,
+        AccountId = AccountId,
+        Sid = Sid,
+        IsReply = IsReply,
+        IsSystem = IsSystem,
+        SenderAwaits = SenderAwaits,
+        TimeoutMs = TimeoutMs,
+        AwaitChain = GetAwaitChain(),
+        StageType = StageType.Length == 0 ? null : StageType,
+        Payload = payload,
+    };
 
     /// <summary>Replaces the await chain with <paramref name="chain"/> (null or empty writes nothing on the wire).</summary>
     public void SetAwaitChain(AwaitingStage[]? chain)

@@ -209,30 +209,8 @@ public sealed class MeshFrameCodecTests
     [Fact]
     public void Clear_HeaderWithEveryFieldAndAnUnknownFieldSet_EqualsAFreshHeader()
     {
-        var header = new RouteHeader();
-
-        // Set every field the descriptor knows, so a field added to the proto later and missed by Clear fails here.
-        foreach (var field in RouteHeader.Descriptor.Fields.InFieldNumberOrder())
-        {
-            if (field.IsRepeated)
-            {
-                var list = (System.Collections.IList)field.Accessor.GetValue(header);
-                list.Add(field.FieldType == FieldType.Message ? new AwaitEdge { NodeId = "x", StageId = 7, MsgSeq = 7 } : throw new NotSupportedException($"Add a sample element for {field.Name} ({field.FieldType})."));
-                continue;
-            }
-
-            object value = field.FieldType switch
-            {
-                FieldType.String => "x",
-                FieldType.Bool => true,
-                FieldType.UInt64 => 7UL,
-                FieldType.Int64 => 7L,
-                FieldType.Int32 => 7,
-                FieldType.UInt32 => 7U,
-                _ => throw new NotSupportedException($"Add a sample value for {field.Name} ({field.FieldType})."),
-            };
-            field.Accessor.SetValue(header, value);
-        }
+        // Every field the descriptor knows is set, so a field added to the proto later and missed by Clear fails here.
+        var header = HeaderWithEveryFieldSet();
 
         // Field 99 (varint 1) is unknown to RouteHeader and lands in its unknown-field set.
         header.MergeFrom(new byte[] { 0x98, 0x06, 0x01 });
@@ -244,6 +222,23 @@ public sealed class MeshFrameCodecTests
 
         Assert.Equal(new RouteHeader(), header);
         Assert.Equal(0, header.CalculateSize());
+    }
+
+    [Fact]
+    public void ToMessageThenFill_HeaderWithEveryFieldSet_GivesTheSameHeader()
+    {
+        // Every field the descriptor knows is set, so a field added to the proto later and missed by the mapping
+        // between headers and mesh messages (which every mesh transport uses) fails here.
+        var header = HeaderWithEveryFieldSet();
+
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        var message = header.ToMessage(pool.Copy([1, 2, 3, 4, 5, 6, 7], "mapping test"));
+        var again = new RouteHeader();
+        again.Fill(message);
+        message.Payload.Dispose();
+
+        Assert.Equal(header, again);
+        Assert.Equal(0, pool.GetStatistics().Outstanding);
     }
 
     [Fact]
@@ -305,5 +300,33 @@ public sealed class MeshFrameCodecTests
     {
         Assert.Equal((2 * 1024 * 1024) + MeshFrameCodec.DefaultMaxHeaderBytes + 4, new MeshFrameOptions().MaxFrameLengthBytes);
         Assert.Equal(FrameError.None, new MeshFrameDecoder(new MessagePool()).Fault);
+    }
+
+    private static RouteHeader HeaderWithEveryFieldSet()
+    {
+        var header = new RouteHeader();
+        foreach (var field in RouteHeader.Descriptor.Fields.InFieldNumberOrder())
+        {
+            if (field.IsRepeated)
+            {
+                var list = (System.Collections.IList)field.Accessor.GetValue(header);
+                list.Add(field.FieldType == FieldType.Message ? new AwaitEdge { NodeId = "x", StageId = 7, MsgSeq = 7 } : throw new NotSupportedException($"Add a sample element for {field.Name} ({field.FieldType})."));
+                continue;
+            }
+
+            object value = field.FieldType switch
+            {
+                FieldType.String => "x",
+                FieldType.Bool => true,
+                FieldType.UInt64 => 7UL,
+                FieldType.Int64 => 7L,
+                FieldType.Int32 => 7,
+                FieldType.UInt32 => 7U,
+                _ => throw new NotSupportedException($"Add a sample value for {field.Name} ({field.FieldType})."),
+            };
+            field.Accessor.SetValue(header, value);
+        }
+
+        return header;
     }
 }
