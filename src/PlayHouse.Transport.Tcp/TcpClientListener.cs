@@ -21,7 +21,7 @@ public readonly record struct SessionClosedInfo(long SessionId, IPEndPoint? Remo
 public sealed class TcpClientListener : IDisposable
 {
     private readonly ConcurrentDictionary<long, TcpClientSession> _sessions = new();
-    private readonly ConcurrentDictionary<TcpClientSession, byte> _unfinished = new();
+    private readonly UnfinishedSet<TcpClientSession> _unfinished = new();
     private readonly ILogger _logger;
     private readonly Lock _gate = new();
     private Socket? _listenSocket;
@@ -30,7 +30,6 @@ public sealed class TcpClientListener : IDisposable
     private volatile bool _accepting;
     private volatile bool _draining;
     private bool _disposed;
-    private TaskCompletionSource? _allFinished;
 
     public TcpClientListener(PlayServer server, TcpTransportOptions? options = null, ILogger? logger = null, TimeProvider? time = null)
     {
@@ -193,36 +192,10 @@ public sealed class TcpClientListener : IDisposable
         SessionClosed?.Invoke(new SessionClosedInfo(session.SessionId, session.RemoteEndPoint, reason, detail));
     }
 
-    internal void OnSessionFinished(TcpClientSession session)
-    {
-        _unfinished.TryRemove(session, out _);
-        TaskCompletionSource? waiter = null;
-        lock (_gate)
-        {
-            if (_unfinished.IsEmpty)
-            {
-                waiter = _allFinished;
-                _allFinished = null;
-            }
-        }
-
-        waiter?.TrySetResult();
-    }
+    internal void OnSessionFinished(TcpClientSession session) => _unfinished.Finished(session);
 
     /// <summary>Completes when no session is open or still returning buffers (every session finished).</summary>
-    public Task WhenAllSessionsFinished()
-    {
-        lock (_gate)
-        {
-            if (_unfinished.IsEmpty)
-            {
-                return Task.CompletedTask;
-            }
-
-            _allFinished ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-            return _allFinished.Task;
-        }
-    }
+    public Task WhenAllSessionsFinished() => _unfinished.WhenAllFinished();
 
     private void AcceptNext()
     {
@@ -299,7 +272,7 @@ public sealed class TcpClientListener : IDisposable
             }
 
             var session = new TcpClientSession(socket, this);
-            _unfinished.TryAdd(session, 0);
+            _unfinished.Add(session);
             _sessions.TryAdd(session.SessionId, session);
             Counters.AddAccepted();
             session.Start();

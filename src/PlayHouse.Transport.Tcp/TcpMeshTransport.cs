@@ -46,8 +46,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
     private readonly ServerNode _node;
     private readonly ConcurrentDictionary<string, Peer> _peers = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<MeshLink, byte> _inbound = new();
-    private readonly ConcurrentDictionary<SocketConnection, byte> _unfinished = new();
-    private TaskCompletionSource? _allFinished;
+    private readonly UnfinishedSet<SocketConnection> _unfinished = new();
     private readonly ILogger _logger;
     private readonly Lock _gate = new();
     private Socket? _listenSocket;
@@ -251,7 +250,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             socket.NoDelay = true;
             var inbound = new MeshLink(this, socket, accepted: true);
             _inbound.TryAdd(inbound, 0);
-            _unfinished.TryAdd(inbound, 0);
+            _unfinished.Add(inbound);
             Counters.AddAccepted();
             inbound.Start();
         }
@@ -263,35 +262,9 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
     }
 
     /// <summary>Completes once the transport is disposed and every link has returned its buffers.</summary>
-    public Task WhenAllLinksFinished()
-    {
-        lock (_gate)
-        {
-            if (_unfinished.IsEmpty)
-            {
-                return Task.CompletedTask;
-            }
+    public Task WhenAllLinksFinished() => _unfinished.WhenAllFinished();
 
-            _allFinished ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-            return _allFinished.Task;
-        }
-    }
-
-    private void OnLinkFinished(SocketConnection link)
-    {
-        _unfinished.TryRemove(link, out _);
-        TaskCompletionSource? waiter = null;
-        lock (_gate)
-        {
-            if (_unfinished.IsEmpty)
-            {
-                waiter = _allFinished;
-                _allFinished = null;
-            }
-        }
-
-        waiter?.TrySetResult();
-    }
+    private void OnLinkFinished(SocketConnection link) => _unfinished.Finished(link);
 
     private void Deliver(RouteHeader h, Payload payload)
     {
@@ -507,7 +480,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
                 _backoff = TimeSpan.Zero;
                 Interlocked.Increment(ref transport._connects);
                 var connection = new MeshLink(transport, socket, accepted: false);
-                transport._unfinished.TryAdd(connection, 0);
+                transport._unfinished.Add(connection);
                 stale = _connection;
                 _connection = connection;
                 connection.Start();
