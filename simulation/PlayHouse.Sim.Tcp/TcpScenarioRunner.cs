@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Text;
+using System.Text.Json;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
@@ -23,6 +24,11 @@ public sealed record TcpScenarioReport
 
     /// <summary>Why the run failed (first checker violation, a timeout, or a crash); null when it passed.</summary>
     public string? Failure { get; init; }
+
+    /// <summary>The runner's exit code for this outcome, as in simulation: see <see cref="RunExitCodes"/>.</summary>
+    public int ExitCode { get; init; }
+
+    public string Outcome => RunExitCodes.Describe(ExitCode);
 
     public double WallSeconds { get; init; }
 
@@ -51,6 +57,13 @@ public sealed record TcpScenarioReport
     /// <summary>Fault steps real mode cannot apply (partitions, clogs, latency and loss, crashes), listed, not silently dropped.</summary>
     public IReadOnlyList<string> SkippedFaults { get; init; } = [];
 
+    /// <summary>
+    /// Options this run did not honour, as key=value: simulated-network and virtual-time options set away from the
+    /// scenario's defaults (see <see cref="TcpScenarioRunner.IgnoredOptionKeys"/>), and a workload mode the scenario's
+    /// TCP shape overrides.
+    /// </summary>
+    public IReadOnlyList<string> IgnoredOptions { get; init; } = [];
+
     /// <summary>The report as plain key=value lines.</summary>
     public string ToText()
     {
@@ -58,10 +71,10 @@ public sealed record TcpScenarioReport
         void Line(string key, object? value) => text.Append(key).Append('=').Append(Convert.ToString(value, CultureInfo.InvariantCulture)).Append('\n');
         Line("scenario", Scenario);
         Line("mode", "tcp");
-        Line("outcome", Passed ? "pass" : "fail");
+        Line("outcome", Outcome);
         if (Failure is not null)
         {
-            Line("failure", Failure);
+            Line("failure", Failure.ReplaceLineEndings(" | "));
         }
 
         Line("wallSeconds", WallSeconds.ToString("F2", CultureInfo.InvariantCulture));
@@ -101,8 +114,37 @@ public sealed record TcpScenarioReport
             Line("fault.skipped", fault);
         }
 
+        foreach (var option in IgnoredOptions)
+        {
+            Line("option.ignored", option);
+        }
+
         return text.ToString();
     }
+
+    public string ToJson() => JsonSerializer.Serialize(
+        new
+        {
+            Scenario,
+            Mode = "tcp",
+            Outcome,
+            ExitCode,
+            Failure,
+            WallSeconds,
+            Requests = new { Issued = RequestsIssued, Succeeded = RequestsSucceeded, Failed = RequestsFailed },
+            Rtt = new { Samples = RttSamples, P50Ms = RttMsP50, P99Ms = RttMsP99 },
+            Verdicts = Verdicts.Select(v => new { v.CheckerName, v.Passed, v.ViolationCount, v.FirstViolationMessage }),
+            Pools,
+            QueueHighWaters,
+            ServerCounters = ServerCounters.ToDictionary(kv => kv.Key, kv => kv.Value),
+            TransportCounters = TransportCounters.ToDictionary(kv => kv.Key, kv => kv.Value),
+            SkippedFaults,
+            IgnoredOptions,
+            Options = Options.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value),
+        },
+        JsonOptions);
+
+    private static readonly JsonSerializerOptions JsonOptions = new() { WriteIndented = true };
 }
 
 /// <summary>How to run a scenario over TCP.</summary>
@@ -141,6 +183,16 @@ public static class TcpScenarioRunner
     private const int TimerPeriodMs = 100;
     private const int GameLoopStepMs = 50;
 
+    /// <summary>
+    /// Options of <see cref="SimOptions"/> a TCP run cannot honour: the simulated network's shape (loopback has its
+    /// own), schedule exploration, and the virtual-time limits (a TCP run has <see cref="TcpRunSettings.TimeLimit"/>).
+    /// </summary>
+    public static IReadOnlyList<string> IgnoredOptionKeys { get; } =
+    [
+        "latencyShape", "latencyMsMin", "latencyMsMean", "latencyMsMax", "lossPercent", "duplicatePercent", "reorderPercent",
+        "splitPercent", "bandwidthBytesPerSecond", "streamLoss", "mesh", "exploreSchedules", "livenessWindowMs", "virtualTimeLimitMs",
+    ];
+
     /// <summary>The scenarios this runner knows the shape of (every scenario of the catalog).</summary>
     public static bool Supports(IScenario scenario) => Shape.Of(scenario) is not null;
 
@@ -151,8 +203,14 @@ public static class TcpScenarioRunner
         ArgumentNullException.ThrowIfNull(settings);
         options.Validate();
         var shape = Shape.Of(scenario) ?? throw new NotSupportedException($"Scenario '{scenario.Name}' has no TCP shape; supported: {string.Join(", ", ScenarioCatalog.Names)}.");
+        var ignored = IgnoredOptions(options, scenario.Defaults);
         if (shape.ForcedMode is { } mode)
         {
+            if (options.Mode != mode)
+            {
+                ignored.Add($"mode={options.Mode} (the {shape.Name} scenario runs mode={mode} over TCP)");
+            }
+
             options = options with { Mode = mode };
         }
 
@@ -173,6 +231,7 @@ public static class TcpScenarioRunner
         var drivers = new List<TcpWorkloadDriver>();
         var skipped = options.Faults.Steps.Where(s => s.Kind is not (FaultKind.Disconnect or FaultKind.Reconnect)).Select(s => s.ToString()).ToList();
         string? failure = null;
+        var exitCode = RunExitCodes.Pass;
         TcpCluster? cluster = null;
         var transportCounters = new SortedDictionary<string, long>(StringComparer.Ordinal);
         try
@@ -235,6 +294,7 @@ public static class TcpScenarioRunner
             {
                 if (limit.IsCancellationRequested)
                 {
+                    exitCode = RunExitCodes.LivenessFailure;
                     failure = $"the workload did not finish within {settings.TimeLimit}: issued {drivers.Sum(d => d.Issued)}, ok {drivers.Sum(d => d.Succeeded)}, failed {drivers.Sum(d => d.Failed)}";
                     break;
                 }
@@ -253,9 +313,10 @@ public static class TcpScenarioRunner
                 checkers.Queues.Observe($"session send queues of {node.NodeId}", (int)Math.Min(int.MaxValue, listener.Counters.SendQueueHighWaterBytes), transportOptions.SendQueueBytesMax);
             }
 
-            if (!await cluster.QuiesceAsync(TimeSpan.FromSeconds(20), cancellationToken).ConfigureAwait(false))
+            if (!await cluster.QuiesceAsync(TimeSpan.FromSeconds(20), cancellationToken).ConfigureAwait(false) && failure is null)
             {
-                failure ??= "the cluster did not reach quiescence within 20 s";
+                exitCode = RunExitCodes.LivenessFailure;
+                failure = "the cluster did not reach quiescence within 20 s";
             }
 
             foreach (var node in cluster.Nodes)
@@ -274,9 +335,19 @@ public static class TcpScenarioRunner
             CheckOutcome(shape, options, registry, drivers, scenarioChecker);
             checkers.CheckQuiescent();
         }
+        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested && failure is null)
+        {
+            // The only other token is the time limit's: setup (back-end stages, connecting clients) outlasted it.
+            exitCode = RunExitCodes.LivenessFailure;
+            failure = $"the run did not get its clients connected and authenticated within {settings.TimeLimit}";
+        }
         catch (Exception e) when (e is not OutOfMemoryException)
         {
-            failure ??= "crash: " + e;
+            if (failure is null)
+            {
+                exitCode = RunExitCodes.Crash;
+                failure = "crash: " + e;
+            }
         }
         finally
         {
@@ -286,8 +357,14 @@ public static class TcpScenarioRunner
             }
         }
 
-        var first = checkers.FirstViolation;
-        failure ??= first is null ? null : $"{first.CheckerName}: {first.Message}";
+        // As in simulation, a safety violation outranks a liveness one: it is the more specific finding.
+        var failed = checkers.Verdicts.Where(v => !v.Passed).OrderBy(v => v.CheckerName == LivenessChecker.CheckerName).FirstOrDefault();
+        if (failure is null && failed.CheckerName is not null)
+        {
+            exitCode = failed.CheckerName == LivenessChecker.CheckerName ? RunExitCodes.LivenessFailure : RunExitCodes.InvariantViolation;
+            failure = $"{failed.CheckerName}: {failed.FirstViolationMessage}";
+        }
+
         var servers = new SortedDictionary<string, long>(StringComparer.Ordinal);
         foreach (var node in cluster?.Nodes ?? [])
         {
@@ -302,6 +379,7 @@ public static class TcpScenarioRunner
             Scenario = scenario.Name,
             Options = options,
             Failure = failure,
+            ExitCode = exitCode,
             WallSeconds = time.GetElapsedTime(started).TotalSeconds,
             RequestsIssued = drivers.Sum(d => (long)d.Issued),
             RequestsSucceeded = drivers.Sum(d => (long)d.Succeeded),
@@ -319,7 +397,15 @@ public static class TcpScenarioRunner
             ServerCounters = [.. servers.Where(kv => kv.Value != 0)],
             TransportCounters = [.. transportCounters.Where(kv => kv.Value != 0)],
             SkippedFaults = skipped,
+            IgnoredOptions = ignored,
         };
+    }
+
+    /// <summary>The ignored options (see <see cref="IgnoredOptionKeys"/>) set away from the scenario's defaults, as key=value.</summary>
+    private static List<string> IgnoredOptions(SimOptions options, SimOptions defaults)
+    {
+        var baseline = defaults.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+        return [.. options.ToKeyValues().Where(kv => IgnoredOptionKeys.Contains(kv.Key, StringComparer.Ordinal) && baseline[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}")];
     }
 
     private static async Task PrepareAsync(Shape shape, TcpCluster cluster, SimOptions options, ScenarioChecker checker)
