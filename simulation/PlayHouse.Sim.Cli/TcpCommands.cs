@@ -240,6 +240,7 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
     private int BenchTcp(TcpBenchOptions options)
     {
         static string F(double value) => value.ToString("0.###", CultureInfo.InvariantCulture);
+        static string Whole(double value) => value.ToString("0", CultureInfo.InvariantCulture);
         view.Line(string.Create(
             CultureInfo.InvariantCulture,
             $"bench tcp connections={options.Connections} in-flight={options.InFlightPerConnection} payload-bytes={options.PayloadBytes} repeats={options.Repeats} duration-ms={options.Measure.TotalMilliseconds} warm-up-ms={options.WarmUp.TotalMilliseconds} rtt-samples={options.RttSamples}"));
@@ -255,8 +256,8 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
         var ratio = report.MedianRatio;
         var bytes = report.CoreAllocatedBytesPerMessage;
         view.Line("repeats=" + report.Repeats.Count.ToString(CultureInfo.InvariantCulture));
-        view.Line("core.roundTripsPerSecond=" + F(Median(report.Repeats.Select(r => r.Core.MessagesPerSecond))));
-        view.Line("raw.roundTripsPerSecond=" + F(Median(report.Repeats.Select(r => r.Raw.MessagesPerSecond))));
+        view.Line("core.roundTripsPerSecond=" + Whole(Median(report.Repeats.Select(r => r.Core.MessagesPerSecond))));
+        view.Line("raw.roundTripsPerSecond=" + Whole(Median(report.Repeats.Select(r => r.Raw.MessagesPerSecond))));
         view.Line("ratio.median=" + F(ratio));
         view.Line("core.bytesPerMessage=" + F(bytes));
         view.Line("raw.bytesPerMessage=" + F(Median(report.Repeats.Select(r => r.Raw.AllocatedBytesPerMessage))));

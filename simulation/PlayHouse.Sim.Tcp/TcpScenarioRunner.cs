@@ -44,6 +44,9 @@ public sealed record TcpScenarioReport
 
     public double RttMsP99 { get; init; }
 
+    /// <summary>Replies whose RTT-tracker verdict the <see cref="PlayHouse.Fixtures.Workload.RttTrackerChecker"/> judged (every answered request).</summary>
+    public long RttRepliesJudged { get; init; }
+
     public IReadOnlyList<CheckerVerdict> Verdicts { get; init; } = [];
 
     public IReadOnlyList<PoolReport> Pools { get; init; } = [];
@@ -84,6 +87,7 @@ public sealed record TcpScenarioReport
         Line("rtt.samples", RttSamples);
         Line("rtt.msP50", RttMsP50.ToString("F3", CultureInfo.InvariantCulture));
         Line("rtt.msP99", RttMsP99.ToString("F3", CultureInfo.InvariantCulture));
+        Line("rtt.repliesJudged", RttRepliesJudged);
         foreach (var verdict in Verdicts)
         {
             Line("checker." + verdict.CheckerName, verdict.Passed ? "pass" : $"FAIL ({verdict.ViolationCount}): {verdict.FirstViolationMessage}");
@@ -132,7 +136,7 @@ public sealed record TcpScenarioReport
             Failure,
             WallSeconds,
             Requests = new { Issued = RequestsIssued, Succeeded = RequestsSucceeded, Failed = RequestsFailed },
-            Rtt = new { Samples = RttSamples, P50Ms = RttMsP50, P99Ms = RttMsP99 },
+            Rtt = new { Samples = RttSamples, P50Ms = RttMsP50, P99Ms = RttMsP99, RepliesJudged = RttRepliesJudged },
             Verdicts = Verdicts.Select(v => new { v.CheckerName, v.Passed, v.ViolationCount, v.FirstViolationMessage }),
             Pools,
             QueueHighWaters,
@@ -280,7 +284,7 @@ public static class TcpScenarioRunner
             for (var i = 0; i < options.Clients; i++)
             {
                 var stageId = (i % options.Stages) + 1L;
-                drivers.Add(new TcpWorkloadDriver(cluster, play[(int)((stageId - 1) % play.Count)], i + 1L, stageId, shape.RequestMsgId, context, time, rtt, rttGate));
+                drivers.Add(new TcpWorkloadDriver(cluster, play[(int)((stageId - 1) % play.Count)], i + 1L, stageId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
             }
 
             await Task.WhenAll(drivers.Select(d => d.StartAsync())).WaitAsync(limit.Token).ConfigureAwait(false);
@@ -387,6 +391,7 @@ public static class TcpScenarioRunner
             RttSamples = rtt.Count,
             RttMsP50 = TimeSpan.FromTicks(rtt.ValueAtPercentile(50)).TotalMilliseconds,
             RttMsP99 = TimeSpan.FromTicks(rtt.ValueAtPercentile(99)).TotalMilliseconds,
+            RttRepliesJudged = workload.Rtt.RepliesChecked,
             Verdicts = checkers.Verdicts,
             Pools = cluster is null ? [] : [.. cluster.LivePools().Select(p =>
             {
