@@ -9,8 +9,10 @@ namespace PlayHouse.Sim.Cli;
 
 /// <summary>The runner's commands: run, replay, swarm, list and bench.</summary>
 /// <remarks>Not thread-safe; one instance serves one command line.</remarks>
-internal sealed class CliCommands(IRunView view, IWallClock clock)
+internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationToken stop = default)
 {
+    private readonly TcpCommands _tcp = new(view, stop);
+
     /// <summary>
     /// Swarm seed S runs the world from S with options <c>SimOptions.Swarm(new Xoshiro256StarStar(S ^ SwarmOptionsSalt), baseline)</c>.
     /// The salt keeps the option draw independent of the world's own PRNG stream, which also starts from S.
@@ -27,7 +29,10 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
         root.Subcommands.Add(SwarmCommand());
         root.Subcommands.Add(RunCommand("replay", "Reruns a seed (with the options from its replay line) and writes its trace, one canonical line per event.", replay: true));
         root.Subcommands.Add(ListCommand());
-        root.Subcommands.Add(new BenchCommands(view, clock).Build());
+        root.Subcommands.Add(_tcp.ServeCommand());
+        var bench = new BenchCommands(view, clock).Build();
+        bench.Subcommands.Add(_tcp.BenchTcpCommand());
+        root.Subcommands.Add(bench);
         return root;
     }
 
@@ -73,6 +78,16 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
             Required = replay,
         };
         var command = new Command(name, description) { scenario, seed, sets, json, trace };
+
+        // Real sockets are not replayable, so only run (not replay) takes a substrate.
+        var mode = replay ? null : TcpCommands.ModeOption();
+        var timeLimit = replay ? null : TcpCommands.TimeLimitOption();
+        if (mode is not null && timeLimit is not null)
+        {
+            command.Options.Add(mode);
+            command.Options.Add(timeLimit);
+        }
+
         command.SetAction(parse =>
         {
             var instance = CliInputs.CreateScenario(parse.GetValue(scenario));
@@ -81,6 +96,23 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
             var runSeed = parse.GetValue(seed) ?? FreshSeed.Next();
             var tracePath = parse.GetValue(trace);
             var jsonPath = parse.GetValue(json);
+            var tcp = mode is not null && parse.GetValue(mode) == TcpCommands.TcpMode;
+            var limitSeconds = timeLimit is null ? null : parse.GetValue(timeLimit);
+            if (tcp && tracePath is not null)
+            {
+                throw new UsageException("--trace needs --mode sim: a TCP run has no event trace (threads, not a simulated schedule, order its events).");
+            }
+
+            if (!tcp && limitSeconds is not null)
+            {
+                throw new UsageException("--time-limit-s applies to --mode tcp; a simulated run's limit is virtual time (--set virtualTimeLimitMs=...).");
+            }
+
+            if (tcp)
+            {
+                using var tcpJson = jsonPath is null ? null : OpenWriter(jsonPath, "--json");
+                return _tcp.RunTcp(instance, options, runSeed, limitSeconds, jsonPath, tcpJson);
+            }
 
             // Open both files before running, so a bad path is a usage error and not a lost run.
             using var traceWriter = tracePath is null ? null : new LineCountingWriter(OpenWriter(tracePath, "--trace"));
@@ -170,7 +202,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
 
     private Command ListCommand()
     {
-        var command = new Command("list", "Lists the scenarios with their descriptions and default options.");
+        var command = new Command("list", "Lists the scenarios with their descriptions, default options, and whether run --mode tcp and serve support them.");
         command.SetAction(_ =>
         {
             var scenarios = ScenarioCatalog.Names.Select(ScenarioCatalog.Create).ToList();
@@ -180,6 +212,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
                 {
                     view.Line($"{scenario.Name}: {scenario.Description}");
                     view.Line("  " + DefaultsBanner(scenario.Defaults));
+                    view.Line("  " + Substrates(scenario));
                 }
             }
             else
@@ -187,8 +220,8 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
                 // A terminal table stays readable with only what each scenario changes; the shared rest follows once.
                 var common = new SimOptions().ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
                 view.Table(
-                    ["scenario", "description", "defaults that differ from the common ones"],
-                    [.. scenarios.Select(s => (IReadOnlyList<string>)[s.Name, s.Description, string.Join(' ', s.Defaults.ToKeyValues().Where(kv => kv.Key != "scenario" && common[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}"))])]);
+                    ["scenario", "description", "defaults that differ from the common ones", "substrates"],
+                    [.. scenarios.Select(s => (IReadOnlyList<string>)[s.Name, s.Description, string.Join(' ', s.Defaults.ToKeyValues().Where(kv => kv.Key != "scenario" && common[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}")), Substrates(s)])]);
                 view.Line("common defaults: " + string.Join(' ', new SimOptions().ToKeyValues().Where(kv => kv.Key != "scenario").Select(kv => $"{kv.Key}={kv.Value}")));
             }
 
@@ -196,6 +229,10 @@ internal sealed class CliCommands(IRunView view, IWallClock clock)
         });
         return command;
     }
+
+    /// <summary>Where a scenario runs: <c>modes=sim,tcp serve=yes</c> (run --mode, and whether serve hosts it).</summary>
+    private static string Substrates(IScenario scenario) =>
+        $"modes={(TcpCommands.SupportsTcp(scenario) ? "sim,tcp" : "sim")} serve={(TcpCommands.SupportsServe(scenario.Name) ? "yes" : "no")}";
 
     private static string DefaultsBanner(SimOptions defaults) => string.Join(' ', defaults.ToKeyValues().Select(kv => $"{kv.Key}={kv.Value}"));
 

@@ -22,7 +22,10 @@ public static class SimCli
     public static int Run(string[] args, TextWriter output, TextWriter error) => Run(args, output, error, interactive: false);
 
     /// <summary>Runs the command line; <paramref name="interactive"/> turns on Spectre's progress bar and tables.</summary>
-    public static int Run(string[] args, TextWriter output, TextWriter error, bool interactive)
+    public static int Run(string[] args, TextWriter output, TextWriter error, bool interactive) => Run(args, output, error, interactive, CancellationToken.None);
+
+    /// <summary>Runs the command line; cancelling <paramref name="stop"/> ends a <c>serve</c> (or a TCP run) as a signal would.</summary>
+    internal static int Run(string[] args, TextWriter output, TextWriter error, bool interactive, CancellationToken stop)
     {
         ArgumentNullException.ThrowIfNull(args);
         ArgumentNullException.ThrowIfNull(output);
@@ -31,7 +34,7 @@ public static class SimCli
         IRunView view = interactive
             ? new SpectreView(AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output) }), output, clock)
             : new PlainView(output, clock);
-        var root = new CliCommands(view, clock).Build();
+        var root = new CliCommands(view, clock, stop).Build();
         var parse = root.Parse(args);
         if (parse.Errors.Count > 0)
         {
@@ -41,7 +44,15 @@ public static class SimCli
 
         try
         {
-            return parse.Invoke(new InvocationConfiguration { Output = output, Error = error, EnableDefaultExceptionHandler = false });
+            return parse.Invoke(new InvocationConfiguration
+            {
+                Output = output,
+                Error = error,
+                EnableDefaultExceptionHandler = false,
+
+                // serve handles Ctrl+C and SIGTERM itself (a graceful drain), so the parser must not end the process first.
+                ProcessTerminationTimeout = null,
+            });
         }
         catch (UsageException ex)
         {

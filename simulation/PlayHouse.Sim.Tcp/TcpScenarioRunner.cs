@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Text;
+using System.Text.Json;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
@@ -24,6 +25,11 @@ public sealed record TcpScenarioReport
     /// <summary>Why the run failed (first checker violation, a timeout, or a crash); null when it passed.</summary>
     public string? Failure { get; init; }
 
+    /// <summary>The runner's exit code for this outcome, as in simulation: see <see cref="RunExitCodes"/>.</summary>
+    public int ExitCode { get; init; }
+
+    public string Outcome => RunExitCodes.Describe(ExitCode);
+
     public double WallSeconds { get; init; }
 
     public long RequestsIssued { get; init; }
@@ -38,6 +44,9 @@ public sealed record TcpScenarioReport
 
     public double RttMsP99 { get; init; }
 
+    /// <summary>Replies whose RTT-tracker verdict the <see cref="PlayHouse.Fixtures.Workload.RttTrackerChecker"/> judged (every answered request).</summary>
+    public long RttRepliesJudged { get; init; }
+
     public IReadOnlyList<CheckerVerdict> Verdicts { get; init; } = [];
 
     public IReadOnlyList<PoolReport> Pools { get; init; } = [];
@@ -51,6 +60,13 @@ public sealed record TcpScenarioReport
     /// <summary>Fault steps real mode cannot apply (partitions, clogs, latency and loss, crashes), listed, not silently dropped.</summary>
     public IReadOnlyList<string> SkippedFaults { get; init; } = [];
 
+    /// <summary>
+    /// Options this run did not honour, as key=value: simulated-network and virtual-time options set away from the
+    /// scenario's defaults (see <see cref="TcpScenarioRunner.IgnoredOptionKeys"/>), and a workload mode the scenario's
+    /// TCP shape overrides.
+    /// </summary>
+    public IReadOnlyList<string> IgnoredOptions { get; init; } = [];
+
     /// <summary>The report as plain key=value lines.</summary>
     public string ToText()
     {
@@ -58,10 +74,10 @@ public sealed record TcpScenarioReport
         void Line(string key, object? value) => text.Append(key).Append('=').Append(Convert.ToString(value, CultureInfo.InvariantCulture)).Append('\n');
         Line("scenario", Scenario);
         Line("mode", "tcp");
-        Line("outcome", Passed ? "pass" : "fail");
+        Line("outcome", Outcome);
         if (Failure is not null)
         {
-            Line("failure", Failure);
+            Line("failure", Failure.ReplaceLineEndings(" | "));
         }
 
         Line("wallSeconds", WallSeconds.ToString("F2", CultureInfo.InvariantCulture));
@@ -71,6 +87,7 @@ public sealed record TcpScenarioReport
         Line("rtt.samples", RttSamples);
         Line("rtt.msP50", RttMsP50.ToString("F3", CultureInfo.InvariantCulture));
         Line("rtt.msP99", RttMsP99.ToString("F3", CultureInfo.InvariantCulture));
+        Line("rtt.repliesJudged", RttRepliesJudged);
         foreach (var verdict in Verdicts)
         {
             Line("checker." + verdict.CheckerName, verdict.Passed ? "pass" : $"FAIL ({verdict.ViolationCount}): {verdict.FirstViolationMessage}");
@@ -101,8 +118,37 @@ public sealed record TcpScenarioReport
             Line("fault.skipped", fault);
         }
 
+        foreach (var option in IgnoredOptions)
+        {
+            Line("option.ignored", option);
+        }
+
         return text.ToString();
     }
+
+    public string ToJson() => JsonSerializer.Serialize(
+        new
+        {
+            Scenario,
+            Mode = "tcp",
+            Outcome,
+            ExitCode,
+            Failure,
+            WallSeconds,
+            Requests = new { Issued = RequestsIssued, Succeeded = RequestsSucceeded, Failed = RequestsFailed },
+            Rtt = new { Samples = RttSamples, P50Ms = RttMsP50, P99Ms = RttMsP99, RepliesJudged = RttRepliesJudged },
+            Verdicts = Verdicts.Select(v => new { v.CheckerName, v.Passed, v.ViolationCount, v.FirstViolationMessage }),
+            Pools,
+            QueueHighWaters,
+            ServerCounters = ServerCounters.ToDictionary(kv => kv.Key, kv => kv.Value),
+            TransportCounters = TransportCounters.ToDictionary(kv => kv.Key, kv => kv.Value),
+            SkippedFaults,
+            IgnoredOptions,
+            Options = Options.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value),
+        },
+        JsonOptions);
+
+    private static readonly JsonSerializerOptions JsonOptions = new() { WriteIndented = true };
 }
 
 /// <summary>How to run a scenario over TCP.</summary>
@@ -141,6 +187,16 @@ public static class TcpScenarioRunner
     private const int TimerPeriodMs = 100;
     private const int GameLoopStepMs = 50;
 
+    /// <summary>
+    /// Options of <see cref="SimOptions"/> a TCP run cannot honour: the simulated network's shape (loopback has its
+    /// own), schedule exploration, and the virtual-time limits (a TCP run has <see cref="TcpRunSettings.TimeLimit"/>).
+    /// </summary>
+    public static IReadOnlyList<string> IgnoredOptionKeys { get; } =
+    [
+        "latencyShape", "latencyMsMin", "latencyMsMean", "latencyMsMax", "lossPercent", "duplicatePercent", "reorderPercent",
+        "splitPercent", "bandwidthBytesPerSecond", "streamLoss", "mesh", "exploreSchedules", "livenessWindowMs", "virtualTimeLimitMs",
+    ];
+
     /// <summary>The scenarios this runner knows the shape of (every scenario of the catalog).</summary>
     public static bool Supports(IScenario scenario) => Shape.Of(scenario) is not null;
 
@@ -151,8 +207,14 @@ public static class TcpScenarioRunner
         ArgumentNullException.ThrowIfNull(settings);
         options.Validate();
         var shape = Shape.Of(scenario) ?? throw new NotSupportedException($"Scenario '{scenario.Name}' has no TCP shape; supported: {string.Join(", ", ScenarioCatalog.Names)}.");
+        var ignored = IgnoredOptions(options, scenario.Defaults);
         if (shape.ForcedMode is { } mode)
         {
+            if (options.Mode != mode)
+            {
+                ignored.Add($"mode={options.Mode} (the {shape.Name} scenario runs mode={mode} over TCP)");
+            }
+
             options = options with { Mode = mode };
         }
 
@@ -173,6 +235,7 @@ public static class TcpScenarioRunner
         var drivers = new List<TcpWorkloadDriver>();
         var skipped = options.Faults.Steps.Where(s => s.Kind is not (FaultKind.Disconnect or FaultKind.Reconnect)).Select(s => s.ToString()).ToList();
         string? failure = null;
+        var exitCode = RunExitCodes.Pass;
         TcpCluster? cluster = null;
         var transportCounters = new SortedDictionary<string, long>(StringComparer.Ordinal);
         try
@@ -221,7 +284,7 @@ public static class TcpScenarioRunner
             for (var i = 0; i < options.Clients; i++)
             {
                 var stageId = (i % options.Stages) + 1L;
-                drivers.Add(new TcpWorkloadDriver(cluster, play[(int)((stageId - 1) % play.Count)], i + 1L, stageId, shape.RequestMsgId, context, time, rtt, rttGate));
+                drivers.Add(new TcpWorkloadDriver(cluster, play[(int)((stageId - 1) % play.Count)], i + 1L, stageId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
             }
 
             await Task.WhenAll(drivers.Select(d => d.StartAsync())).WaitAsync(limit.Token).ConfigureAwait(false);
@@ -235,6 +298,7 @@ public static class TcpScenarioRunner
             {
                 if (limit.IsCancellationRequested)
                 {
+                    exitCode = RunExitCodes.LivenessFailure;
                     failure = $"the workload did not finish within {settings.TimeLimit}: issued {drivers.Sum(d => d.Issued)}, ok {drivers.Sum(d => d.Succeeded)}, failed {drivers.Sum(d => d.Failed)}";
                     break;
                 }
@@ -253,9 +317,10 @@ public static class TcpScenarioRunner
                 checkers.Queues.Observe($"session send queues of {node.NodeId}", (int)Math.Min(int.MaxValue, listener.Counters.SendQueueHighWaterBytes), transportOptions.SendQueueBytesMax);
             }
 
-            if (!await cluster.QuiesceAsync(TimeSpan.FromSeconds(20), cancellationToken).ConfigureAwait(false))
+            if (!await cluster.QuiesceAsync(TimeSpan.FromSeconds(20), cancellationToken).ConfigureAwait(false) && failure is null)
             {
-                failure ??= "the cluster did not reach quiescence within 20 s";
+                exitCode = RunExitCodes.LivenessFailure;
+                failure = "the cluster did not reach quiescence within 20 s";
             }
 
             foreach (var node in cluster.Nodes)
@@ -274,9 +339,19 @@ public static class TcpScenarioRunner
             CheckOutcome(shape, options, registry, drivers, scenarioChecker);
             checkers.CheckQuiescent();
         }
+        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested && failure is null)
+        {
+            // The only other token is the time limit's: setup (back-end stages, connecting clients) outlasted it.
+            exitCode = RunExitCodes.LivenessFailure;
+            failure = $"the run did not get its clients connected and authenticated within {settings.TimeLimit}";
+        }
         catch (Exception e) when (e is not OutOfMemoryException)
         {
-            failure ??= "crash: " + e;
+            if (failure is null)
+            {
+                exitCode = RunExitCodes.Crash;
+                failure = "crash: " + e;
+            }
         }
         finally
         {
@@ -286,8 +361,14 @@ public static class TcpScenarioRunner
             }
         }
 
-        var first = checkers.FirstViolation;
-        failure ??= first is null ? null : $"{first.CheckerName}: {first.Message}";
+        // As in simulation, a safety violation outranks a liveness one: it is the more specific finding.
+        var failed = checkers.Verdicts.Where(v => !v.Passed).OrderBy(v => v.CheckerName == LivenessChecker.CheckerName).FirstOrDefault();
+        if (failure is null && failed.CheckerName is not null)
+        {
+            exitCode = failed.CheckerName == LivenessChecker.CheckerName ? RunExitCodes.LivenessFailure : RunExitCodes.InvariantViolation;
+            failure = $"{failed.CheckerName}: {failed.FirstViolationMessage}";
+        }
+
         var servers = new SortedDictionary<string, long>(StringComparer.Ordinal);
         foreach (var node in cluster?.Nodes ?? [])
         {
@@ -302,6 +383,7 @@ public static class TcpScenarioRunner
             Scenario = scenario.Name,
             Options = options,
             Failure = failure,
+            ExitCode = exitCode,
             WallSeconds = time.GetElapsedTime(started).TotalSeconds,
             RequestsIssued = drivers.Sum(d => (long)d.Issued),
             RequestsSucceeded = drivers.Sum(d => (long)d.Succeeded),
@@ -309,6 +391,7 @@ public static class TcpScenarioRunner
             RttSamples = rtt.Count,
             RttMsP50 = TimeSpan.FromTicks(rtt.ValueAtPercentile(50)).TotalMilliseconds,
             RttMsP99 = TimeSpan.FromTicks(rtt.ValueAtPercentile(99)).TotalMilliseconds,
+            RttRepliesJudged = workload.Rtt.RepliesChecked,
             Verdicts = checkers.Verdicts,
             Pools = cluster is null ? [] : [.. cluster.LivePools().Select(p =>
             {
@@ -319,7 +402,15 @@ public static class TcpScenarioRunner
             ServerCounters = [.. servers.Where(kv => kv.Value != 0)],
             TransportCounters = [.. transportCounters.Where(kv => kv.Value != 0)],
             SkippedFaults = skipped,
+            IgnoredOptions = ignored,
         };
+    }
+
+    /// <summary>The ignored options (see <see cref="IgnoredOptionKeys"/>) set away from the scenario's defaults, as key=value.</summary>
+    private static List<string> IgnoredOptions(SimOptions options, SimOptions defaults)
+    {
+        var baseline = defaults.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+        return [.. options.ToKeyValues().Where(kv => IgnoredOptionKeys.Contains(kv.Key, StringComparer.Ordinal) && baseline[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}")];
     }
 
     private static async Task PrepareAsync(Shape shape, TcpCluster cluster, SimOptions options, ScenarioChecker checker)

@@ -12,26 +12,41 @@ namespace PlayHouse.Sim.Tcp;
 /// The benchmark client of the workload scenarios over real sockets: the TCP twin of <c>WorkloadDriver</c>.
 /// Authenticate, then keep <c>InFlight</c> requests (or sends answered by pushes) going until the count is done,
 /// reporting every request to the exactly-once checker with its nonce, every broadcast push to the FIFO checker,
-/// and round trips to the RTT histogram. Requests are correlated by the workload payload's own sequence and nonce.
+/// and round trips to an <see cref="Simulation.Clients.RttTracker"/> (which fills the RTT histogram) whose every verdict the
+/// <see cref="RttTrackerChecker"/> judges against the driver's own record of what is in flight, as the simulation's
+/// driver does. Requests are correlated by the workload payload's own sequence and nonce.
 /// </summary>
-/// <remarks>Thread-safe: replies arrive on I/O threads; one lock guards the driver's state.</remarks>
+/// <remarks>
+/// Thread-safe: replies arrive on I/O threads; one lock guards the driver's state, the tracker included (the
+/// histogram's lock is taken inside it). All times are the checkers' clock in ticks, so the tracker, the
+/// ground truth and the send sweep agree on what has timed out.
+/// </remarks>
 internal sealed class TcpWorkloadDriver
 {
     private readonly TcpCluster _cluster;
     private readonly string _nodeId;
     private readonly string _requestMsgId;
     private readonly ScenarioContext _context;
-    private readonly TimeProvider _time;
-    private readonly LatencyHistogram _rtt;
     private readonly Lock _rttGate;
     private readonly Lock _gate = new();
+    private readonly Simulation.Clients.RttTracker _tracker;
+    private readonly RttTrackerChecker? _rttChecker;
+    private readonly TimeSpan _timeout;
+
+    // Ground truth for the RTT checker: when each request in flight was sent, and in which phase, by tracker key.
+    private readonly Dictionary<ushort, (long SentTicks, bool Measured)> _requestsInFlight = [];
+
+    // Tracker keys of sends that timed out, so a late push is still handed to the tracker under its own key.
+    private readonly Dictionary<long, ushort> _expiredSendKeys = [];
+    private ushort _lastTrackerKey;
 
     // Taking a sequence and sending it happen under one lock, so sequences leave in order even when a reply callback
     // and a reconnect pump at the same time (the stage's FIFO checker caught the race this closes).
     private readonly Lock _sendGate = new();
     private readonly IRandomSource _random;
-    private readonly Dictionary<long, (long Nonce, long SentTimestamp)> _pending = [];
+    private readonly Dictionary<long, (long Nonce, long SentTicks, ushort TrackerKey)> _pending = [];
     private readonly int _target;
+    private readonly string _trackerQueueName;
     private TcpPlayClient? _client;
     private long _nextSeq;
     private bool _authenticated;
@@ -40,19 +55,22 @@ internal sealed class TcpWorkloadDriver
     private bool _stopped;
     private int _asyncLoops;
 
-    public TcpWorkloadDriver(TcpCluster cluster, string nodeId, long clientId, long stageId, string requestMsgId, ScenarioContext context, TimeProvider time, LatencyHistogram rtt, Lock rttGate)
+    public TcpWorkloadDriver(TcpCluster cluster, string nodeId, long clientId, long stageId, string requestMsgId, ScenarioContext context, LatencyHistogram rtt, Lock rttGate, RttTrackerChecker? rttChecker = null)
     {
         _cluster = cluster;
         _nodeId = nodeId;
         _requestMsgId = requestMsgId;
         _context = context;
-        _time = time;
-        _rtt = rtt;
         _rttGate = rttGate;
+        _timeout = TimeSpan.FromMilliseconds(context.Options.RequestTimeoutMs);
+        _tracker = new Simulation.Clients.RttTracker(context.Options.InFlight, rtt);
+        _rttChecker = rttChecker;
+        _rttChecker?.Register(clientId, _tracker, context.Options.InFlight);
         ClientId = clientId;
         StageId = stageId;
         _random = new Xoshiro256StarStar(context.Random.NextUInt64());
         _target = context.Options.WarmUpPerClient + context.Options.RequestsPerClient;
+        _trackerQueueName = string.Create(System.Globalization.CultureInfo.InvariantCulture, $"rtt tracker of client {clientId}");
     }
 
     public long ClientId { get; }
@@ -85,6 +103,8 @@ internal sealed class TcpWorkloadDriver
     private string Endpoint => "client-" + ClientId;
 
     private bool IsSend => _context.Options.Mode == WorkloadMode.Send;
+
+    private long NowTicks => _context.Checkers.Context.NowTicks;
 
     public Task StartAsync()
     {
@@ -129,6 +149,10 @@ internal sealed class TcpWorkloadDriver
             _stopped = true;
             _wantConnected = false;
             client = _client;
+
+            // A request whose timeout fired holds its tracker slot until the tracker is told to expire it; the
+            // connector's timer and the tracker read the same clock only approximately, so settle them here.
+            _tracker.ExpireOlderThan(NowTicks, _timeout);
         }
 
         _context.Checkers.Liveness.StopExpecting(ClientId);
@@ -138,16 +162,22 @@ internal sealed class TcpWorkloadDriver
     /// <summary>Fails sends whose push did not come back within the request timeout.</summary>
     public void SweepSends()
     {
-        var timeout = TimeSpan.FromMilliseconds(_context.Options.RequestTimeoutMs);
         List<long> expired;
         lock (_gate)
         {
-            var now = _time.GetTimestamp();
-            expired = [.. _pending.Where(p => _time.GetElapsedTime(p.Value.SentTimestamp, now) >= timeout).Select(p => p.Key).Order()];
+            var now = NowTicks;
+            expired = [.. _pending.Where(p => now - p.Value.SentTicks >= _timeout.Ticks).Select(p => p.Key).Order()];
             foreach (var seq in expired)
             {
-                _pending.Remove(seq);
+                _pending.Remove(seq, out var pending);
+                _requestsInFlight.Remove(pending.TrackerKey);
+                _expiredSendKeys[seq] = pending.TrackerKey;
                 Failed++;
+            }
+
+            if (expired.Count > 0)
+            {
+                _tracker.ExpireOlderThan(now, _timeout);
             }
         }
 
@@ -248,14 +278,13 @@ internal sealed class TcpWorkloadDriver
                     }
 
                     client = _client;
-                    seq = ++_nextSeq;
-                    nonce = (long)(_random.NextUInt64() >> 1);
-                    body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
-                    new WorkloadPayload(ClientId, seq, nonce).Write(body);
-                    _pending[seq] = (nonce, _time.GetTimestamp());
-                    Issued++;
+                    if (!TryIssue(out seq, out nonce, out body))
+                    {
+                        break;
+                    }
                 }
 
+                ObserveTracker();
                 _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
                 sent = IsSend
                     ? client.Send(_requestMsgId, StageId, body)
@@ -268,10 +297,12 @@ internal sealed class TcpWorkloadDriver
                 bool removed;
                 lock (_gate)
                 {
-                    removed = _pending.Remove(seq);
+                    removed = _pending.Remove(seq, out var pending);
                     if (removed)
                     {
+                        // Never sent, so no reply will come: the tracker hears of it as a reply now, like any failure.
                         Failed++;
+                        TrackReply(pending.TrackerKey);
                     }
                 }
 
@@ -325,14 +356,13 @@ internal sealed class TcpWorkloadDriver
                         }
 
                         client = _client;
-                        seq = ++_nextSeq;
-                        nonce = (long)(_random.NextUInt64() >> 1);
-                        body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
-                        new WorkloadPayload(ClientId, seq, nonce).Write(body);
-                        _pending[seq] = (nonce, _time.GetTimestamp());
-                        Issued++;
+                        if (!TryIssue(out seq, out nonce, out body))
+                        {
+                            return;
+                        }
                     }
 
+                    ObserveTracker();
                     _context.Checkers.Requests.OnClientRequestSent(ClientId, seq, nonce);
                     request = client.RequestAsync(_requestMsgId, StageId, body);
                 }
@@ -359,8 +389,6 @@ internal sealed class TcpWorkloadDriver
 
     private void Complete(long seq, bool isSuccess, ushort errorCode, bool timedOut, ReadOnlySpan<byte> payload)
     {
-        long nonce;
-        long sent;
         lock (_gate)
         {
             if (!_pending.Remove(seq, out var pending))
@@ -368,7 +396,6 @@ internal sealed class TcpWorkloadDriver
                 return;
             }
 
-            (nonce, sent) = pending;
             if (!isSuccess || !WorkloadPayload.TryRead(payload, out var body) || body.SenderId != ClientId)
             {
                 Failed++;
@@ -376,6 +403,18 @@ internal sealed class TcpWorkloadDriver
             else
             {
                 Succeeded++;
+            }
+
+            if (timedOut)
+            {
+                // As in simulation: a timeout releases the request from the tracker as lost, not as a round trip.
+                _requestsInFlight.Remove(pending.TrackerKey);
+                _tracker.ExpireOlderThan(NowTicks, _timeout);
+            }
+            else
+            {
+                // Any reply, an error reply and a disconnect's too, answers its request: the tracker releases it as a round trip.
+                TrackReply(pending.TrackerKey);
             }
         }
 
@@ -389,7 +428,7 @@ internal sealed class TcpWorkloadDriver
             _context.Checkers.Requests.OnClientRequestCompleted(ClientId, seq, ok ? body.Nonce : long.MinValue);
             if (ok)
             {
-                Record(sent);
+                _context.Checkers.Liveness.OnProgress(ClientId, _context.Checkers.Context.NowTicks);
             }
         }
     }
@@ -416,32 +455,109 @@ internal sealed class TcpWorkloadDriver
             }
         }
 
-        long sent;
         lock (_gate)
         {
             if (!_pending.Remove(body.Seq, out var pending))
             {
-                // A push for a send that already timed out: late, never re-paired.
+                // A push for a send that already timed out: late, counted by the tracker, never re-paired.
+                if (_expiredSendKeys.Remove(body.Seq, out var expiredKey))
+                {
+                    TrackReply(expiredKey);
+                }
+
                 return;
             }
 
-            sent = pending.SentTimestamp;
+            TrackReply(pending.TrackerKey);
             Succeeded++;
         }
 
         _context.Checkers.Requests.OnClientRequestCompleted(ClientId, body.Seq, body.Nonce);
-        Record(sent);
+        _context.Checkers.Liveness.OnProgress(ClientId, _context.Checkers.Context.NowTicks);
         Pump();
     }
 
-    private void Record(long sentTimestamp)
+    /// <summary>
+    /// Takes the next sequence and a tracker slot for it and records it as pending; false (nothing taken) when the
+    /// tracker's window is full. Call under <see cref="_gate"/>.
+    /// </summary>
+    private bool TryIssue(out long seq, out long nonce, out byte[] body)
     {
-        var elapsed = _time.GetElapsedTime(sentTimestamp);
-        _context.Checkers.Liveness.OnProgress(ClientId, _context.Checkers.Context.NowTicks);
+        var now = NowTicks;
+        if (Issued == _context.Options.WarmUpPerClient && !_tracker.IsMeasuring)
+        {
+            _tracker.BeginMeasuredPhase();
+        }
+
+        if (BeginTracked(now) is not { } trackerKey)
+        {
+            seq = 0;
+            nonce = 0;
+            body = [];
+            return false;
+        }
+
+        seq = ++_nextSeq;
+        nonce = (long)(_random.NextUInt64() >> 1);
+        body = new byte[WorkloadPayload.LengthFor(_context.Options.MessageBytes)];
+        new WorkloadPayload(ClientId, seq, nonce).Write(body);
+        _pending[seq] = (nonce, now, trackerKey);
+        Issued++;
+        return true;
+    }
+
+    /// <summary>
+    /// Registers a request with the tracker under the next free key (the tracker refuses a key whose slot still
+    /// holds an older request, and the client then tries the next); null when the window is full.
+    /// </summary>
+    private ushort? BeginTracked(long now)
+    {
+        for (var attempt = 0; attempt < ushort.MaxValue; attempt++)
+        {
+            _lastTrackerKey = (ushort)(_lastTrackerKey == ushort.MaxValue ? 1 : _lastTrackerKey + 1);
+            if (_tracker.TryBeginRequest(_lastTrackerKey, now))
+            {
+                _requestsInFlight[_lastTrackerKey] = (now, _tracker.IsMeasuring);
+                _rttChecker?.OnBegin(ClientId);
+                return _lastTrackerKey;
+            }
+
+            if (_tracker.IsWindowFull)
+            {
+                return null;
+            }
+        }
+
+        return null;
+    }
+
+    /// <summary>The tracker's queue against its cap (the in-flight window), for the queue-cap checker.</summary>
+    private void ObserveTracker()
+    {
+        int inFlight;
+        lock (_gate)
+        {
+            inFlight = _tracker.InFlight;
+        }
+
+        _context.Checkers.Queues.Observe(_trackerQueueName, inFlight, _context.Options.InFlight);
+    }
+
+    /// <summary>Hands a reply to the tracker and has its verdict judged against the driver's own record. Call under <see cref="_gate"/>.</summary>
+    private void TrackReply(ushort trackerKey)
+    {
+        var now = NowTicks;
+        (long SentTicks, bool Measured)? truth = _requestsInFlight.Remove(trackerKey, out var sent) ? sent : null;
+        Simulation.Clients.RttOutcome outcome;
+        long rttTicks;
+
+        // The tracker records measured round trips into the run's histogram, which the runner reads under this lock.
         lock (_rttGate)
         {
-            _rtt.Record(Math.Max(1, elapsed.Ticks));
+            outcome = _tracker.OnReply(trackerKey, now, out rttTicks);
         }
+
+        _rttChecker?.OnReply(ClientId, trackerKey, outcome, rttTicks, truth is { } t ? now - t.SentTicks : null, truth?.Measured ?? false);
     }
 
     private sealed record RequestState(TcpWorkloadDriver Driver, long Seq);

@@ -1,0 +1,262 @@
+using System.Buffers.Binary;
+using System.Globalization;
+using System.Net;
+using System.Net.Sockets;
+using System.Text;
+using System.Text.Json;
+using PlayHouse.Core.Codec;
+using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Transport.Tcp;
+
+namespace PlayHouse.Sim.Cli.Tests;
+
+/// <summary>The real-socket commands: run --mode tcp, serve and bench tcp (loopback only; no wall-clock assertions).</summary>
+public sealed class TcpCommandTests
+{
+    private static readonly TimeSpan Patience = TimeSpan.FromSeconds(60);
+
+    [Fact]
+    public void RunTcp_Echo_PassesWithTheSubstrateInTheBannerAndEveryCheckerJudging()
+    {
+        var result = CliHarness.Run("run", "--scenario", "echo", "--mode", "tcp", "--seed", "5", "--set", "clients=4", "requestsPerClient=20");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.StartsWith("SEED=5 scenario=echo ", result.Lines[0], StringComparison.Ordinal);
+        Assert.EndsWith(" substrate=tcp time-limit-s=60", result.Lines[0], StringComparison.Ordinal);
+        Assert.Equal("tcp", result.Value("mode"));
+        Assert.Equal("pass", result.Value("outcome"));
+        Assert.Equal("80", result.Value("requests.succeeded"));
+        Assert.Equal("pass", result.Value("checker.ExactlyOnceRequest"));
+        Assert.Equal("pass", result.Value("checker.PoolLedger"));
+        Assert.StartsWith("latencyShape,", result.Value("tcp.ignores"), StringComparison.Ordinal);
+        Assert.Null(result.Value("replay"));
+    }
+
+    [Fact]
+    public void RunTcp_WithRefusedRequests_Exits2WithTheReasonAndAReplayLineThatRunsOverTcpAgain()
+    {
+        // A mailbox of one under sixteen requests in flight per client refuses most of them: a checker must fail the run.
+        var result = CliHarness.Run("run", "--scenario", "echo", "--mode", "tcp", "--seed", "7", "--set", "mailboxCapacity=1", "inFlight=16");
+
+        Assert.True(result.ExitCode == 2, result.ToString());
+        Assert.Equal("invariant-violation", result.Value("outcome"));
+        Assert.Contains("failed on a loopback run without faults", result.Value("failure"), StringComparison.Ordinal);
+        Assert.True(long.Parse(result.Value("server.MailboxRefused")!, CultureInfo.InvariantCulture) > 0, result.ToString());
+        var replay = result.Value("replay")!;
+        Assert.Contains("-- run --scenario echo --mode tcp --seed 7 ", replay, StringComparison.Ordinal);
+        Assert.Contains("not bit-for-bit replayable", result.Value("replay-note"), StringComparison.Ordinal);
+
+        var rerun = CliHarness.Run(CliHarness.ReplayArguments(replay));
+        Assert.True(rerun.ExitCode == 2, rerun.ToString());
+        Assert.Equal(result.Lines[0], rerun.Lines[0]);
+    }
+
+    [Fact]
+    public void RunTcp_PastItsTimeLimit_Exits3AsALivenessFailure()
+    {
+        // Ten million round trips cannot finish in one second on any machine; the limit must end the run, not hang it.
+        var result = CliHarness.Run("run", "--scenario", "echo", "--mode", "tcp", "--seed", "3", "--set", "requestsPerClient=1000000", "--time-limit-s", "1");
+
+        Assert.True(result.ExitCode == 3, result.ToString());
+        Assert.Equal("liveness-failure", result.Value("outcome"));
+        Assert.StartsWith("the workload did not finish within 00:00:01", result.Value("failure"), StringComparison.Ordinal);
+        Assert.EndsWith(" --time-limit-s 1", result.Value("replay"), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void RunTcp_WithNetworkFaultsAndShapes_StatesWhatItSkipsAndIgnores()
+    {
+        var result = CliHarness.Run(
+            "run", "--scenario", "send-push", "--mode", "tcp", "--seed", "2",
+            "--set", "clients=2", "requestsPerClient=10", "latencyMsMean=9", "lossPercent=3", "mode=RequestAsync", "faults=10ms:partition:play-1:api-1:0:0ms;20ms:heal");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        var skipped = result.Lines.Where(l => l.StartsWith("fault.skipped=", StringComparison.Ordinal)).ToList();
+        Assert.Equal(["fault.skipped=10ms:partition:play-1:api-1:0:0ms", "fault.skipped=20ms:heal"], skipped);
+        var ignored = result.Lines.Where(l => l.StartsWith("option.ignored=", StringComparison.Ordinal)).ToList();
+        Assert.Contains("option.ignored=latencyMsMean=9", ignored);
+        Assert.Contains("option.ignored=lossPercent=3", ignored);
+        Assert.Contains(ignored, l => l.StartsWith("option.ignored=mode=RequestAsync (the send-push scenario runs mode=Send", StringComparison.Ordinal));
+    }
+
+    [Fact]
+    public void RunTcp_WithJson_WritesTheTcpReport()
+    {
+        var path = Path.Combine(Path.GetTempPath(), $"playhouse-sim-{Environment.ProcessId}-{Guid.NewGuid():N}.json");
+        try
+        {
+            var result = CliHarness.Run("run", "--scenario", "echo", "--mode", "tcp", "--seed", "11", "--set", "clients=2", "requestsPerClient=5", "--json", path);
+
+            Assert.True(result.ExitCode == 0, result.ToString());
+            using var json = JsonDocument.Parse(File.ReadAllText(path));
+            var root = json.RootElement;
+            Assert.Equal("tcp", root.GetProperty("Mode").GetString());
+            Assert.Equal("pass", root.GetProperty("Outcome").GetString());
+            Assert.Equal(0, root.GetProperty("ExitCode").GetInt32());
+            Assert.Equal(10, root.GetProperty("Requests").GetProperty("Succeeded").GetInt64());
+            Assert.Equal("json-file=" + path, result.Lines.Single(l => l.StartsWith("json-file=", StringComparison.Ordinal)));
+        }
+        finally
+        {
+            File.Delete(path);
+        }
+    }
+
+    [Theory]
+    [InlineData("'tcp'", "run", "--scenario", "echo", "--mode", "udp")]
+    [InlineData("--mode sim", "run", "--scenario", "echo", "--mode", "tcp", "--trace", "trace.txt")]
+    [InlineData("--mode tcp", "run", "--scenario", "echo", "--time-limit-s", "5")]
+    [InlineData("at least 1", "run", "--scenario", "echo", "--mode", "tcp", "--time-limit-s", "0")]
+    [InlineData("--mode", "replay", "--scenario", "echo", "--seed", "1", "--trace", "t.txt", "--mode", "tcp")]
+    [InlineData("echo, send-push", "serve", "--scenario", "nope")]
+    [InlineData("run --scenario timers --mode tcp", "serve", "--scenario", "timers")]
+    [InlineData("0..65535", "serve", "--port", "70000")]
+    [InlineData("--port", "serve", "--port", "eighty")]
+    [InlineData("even", "bench", "tcp", "--repeats", "3")]
+    [InlineData("--connections", "bench", "tcp", "--connections", "0")]
+    public void TcpCommands_BadInput_Exit64WithOneLineNamingTheProblem(string named, params string[] args)
+    {
+        var result = CliHarness.Run(args);
+
+        Assert.True(result.ExitCode == SimCli.UsageErrorExitCode, result.ToString());
+        var lines = result.Error.Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(lines.Length == 1 && lines[0].StartsWith("error: ", StringComparison.Ordinal), result.ToString());
+        Assert.Contains(named, lines[0], StringComparison.Ordinal);
+        Assert.DoesNotContain("outcome=", result.Output, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Serve_PortAlreadyTaken_Exits64NamingThePort()
+    {
+        using var taken = new TcpListener(IPAddress.Loopback, 0);
+        taken.Start();
+        var port = ((IPEndPoint)taken.LocalEndpoint).Port.ToString(CultureInfo.InvariantCulture);
+
+        var result = CliHarness.Run("serve", "--port", port);
+
+        Assert.True(result.ExitCode == SimCli.UsageErrorExitCode, result.ToString());
+        Assert.Contains("127.0.0.1:" + port, result.Error, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Serve_OnPortZero_PrintsThePortServesAnEchoClientAndStopsCleanlyOnCancel()
+    {
+        var output = new PortWatchingWriter();
+        var error = new StringWriter();
+        using var stop = new CancellationTokenSource();
+        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", "--scenario", "echo"], output, error, interactive: false, stop.Token));
+
+        var port = await output.Port.WaitAsync(Patience);
+        Assert.InRange(port, 1, 65_535);
+        Assert.Contains($"listening=127.0.0.1:{port} scenario=echo stage-type=echo", output.Text, StringComparison.Ordinal);
+        Assert.Contains("EchoRequest (request)", output.Text, StringComparison.Ordinal);
+
+        using (var client = await TcpPlayClient.ConnectAsync(new IPEndPoint(IPAddress.Loopback, port), new TcpPlayClientOptions { RequestTimeout = Patience }))
+        {
+            var pushed = new TaskCompletionSource<string>(TaskCreationOptions.RunContinuationsAsynchronously);
+            client.PushReceived = (TcpPlayClient _, in ServerFrame push) => pushed.TrySetResult(push.MsgId + ":" + Encoding.UTF8.GetString(push.Payload.Span));
+            var account = new byte[8];
+            BinaryPrimitives.WriteInt64LittleEndian(account, 42);
+            var auth = await client.AuthenticateAsync(1, account).WaitAsync(Patience);
+            Assert.True(auth.IsSuccess, $"authenticate: error {auth.ErrorCode}");
+            Assert.Equal(42L, BinaryPrimitives.ReadInt64LittleEndian(auth.Payload));
+
+            var echo = await client.RequestAsync(EchoMsgIds.Echo, 1, "hello"u8).WaitAsync(Patience);
+            Assert.True(echo.IsSuccess, $"echo: error {echo.ErrorCode}");
+            Assert.Equal(EchoMsgIds.EchoReply, echo.MsgId);
+            Assert.Equal("hello", Encoding.UTF8.GetString(echo.Payload));
+
+            Assert.True(client.Send(EchoMsgIds.SendPush, 1, "ping"u8));
+            Assert.Equal("Push:ping", await pushed.Task.WaitAsync(Patience));
+        }
+
+        await stop.CancelAsync();
+        var exit = await serve.WaitAsync(Patience);
+
+        Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
+        Assert.Contains("serve.connections=1 ", output.Text, StringComparison.Ordinal);
+        Assert.Contains("serve.buffersOutstanding=0", output.Text, StringComparison.Ordinal);
+        Assert.Equal(string.Empty, error.ToString());
+    }
+
+    [Fact]
+    public void BenchTcp_TinySize_PrintsEveryKey()
+    {
+        var result = CliHarness.Run("bench", "tcp", "--connections", "2", "--in-flight", "2", "--payload-bytes", "16", "--repeats", "2", "--duration-ms", "100", "--warm-up-ms", "20", "--rtt-samples", "50");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        foreach (var key in new[] { "core.roundTripsPerSecond", "raw.roundTripsPerSecond", "ratio.median", "core.bytesPerMessage", "raw.bytesPerMessage", "core.gen2", "core.rttMsP50", "core.rttMsP99", "raw.rttMsP50", "raw.rttMsP99", "processors", "gc", "budget.ratio", "budget.bytesPerMessage", "budget.gen2" })
+        {
+            Assert.True(result.Value(key) is not null, $"no {key}\n{result}");
+        }
+
+        Assert.True(double.Parse(result.Value("core.roundTripsPerSecond")!, CultureInfo.InvariantCulture) > 0, result.ToString());
+        Assert.True(double.Parse(result.Value("raw.roundTripsPerSecond")!, CultureInfo.InvariantCulture) > 0, result.ToString());
+        Assert.True(double.Parse(result.Value("core.rttMsP50")!, CultureInfo.InvariantCulture) > 0, result.ToString());
+        Assert.Equal("2", result.Value("repeats"));
+        Assert.StartsWith("order:core,raw ", result.Value("repeat.1"), StringComparison.Ordinal);
+        Assert.StartsWith("order:raw,core ", result.Value("repeat.2"), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void List_ShowsForEachScenarioWhetherTcpAndServeSupportIt()
+    {
+        var result = CliHarness.Run("list");
+
+        Assert.Equal(0, result.ExitCode);
+        var lines = result.Lines.ToList();
+        foreach (var name in ScenarioCatalog.Names)
+        {
+            var at = lines.IndexOf($"{name}: {ScenarioCatalog.Create(name).Description}");
+            Assert.True(at >= 0, $"{name} missing\n{result}");
+            var serve = TcpServeHost.Scenarios.Contains(name) ? "yes" : "no";
+            Assert.Equal($"  modes=sim,tcp serve={serve}", lines[at + 2]);
+        }
+
+        Assert.Equal(3, lines.Count(l => l.EndsWith(" serve=yes", StringComparison.Ordinal)));
+    }
+
+    /// <summary>Collects the serve output from the server's thread and hands the test the port once it is printed.</summary>
+    private sealed class PortWatchingWriter : TextWriter
+    {
+        private readonly Lock _gate = new();
+        private readonly StringBuilder _text = new();
+        private readonly TaskCompletionSource<int> _port = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public override Encoding Encoding => Encoding.UTF8;
+
+        public Task<int> Port => _port.Task;
+
+        public string Text
+        {
+            get
+            {
+                lock (_gate)
+                {
+                    return _text.ToString();
+                }
+            }
+        }
+
+        public override void Write(char value)
+        {
+            lock (_gate)
+            {
+                _text.Append(value);
+            }
+        }
+
+        public override void WriteLine(string? value)
+        {
+            lock (_gate)
+            {
+                _text.Append(value).Append('\n');
+            }
+
+            if (value is not null && value.StartsWith("port=", StringComparison.Ordinal))
+            {
+                _port.TrySetResult(int.Parse(value["port=".Length..], CultureInfo.InvariantCulture));
+            }
+        }
+    }
+}
