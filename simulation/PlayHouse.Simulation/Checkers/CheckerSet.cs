@@ -55,6 +55,10 @@ public sealed class CheckerSet : RuntimeObserver
     private readonly Lock _gate = new();
     private readonly List<IInvariantChecker> _checkers = [];
     private readonly List<RuntimeObserver> _extraObservers = [];
+
+    // Replaced, never changed in place, under _gate: the run loop reads them after every step without the lock.
+    private IInvariantChecker[] _stepCheckers = [];
+    private IInvariantChecker[] _extraCheckers = [];
     private readonly SimTrace? _trace;
     private readonly TraceText? _traceText;
 
@@ -77,6 +81,8 @@ public sealed class CheckerSet : RuntimeObserver
         {
             throw new InvalidOperationException("The standard checkers changed; update StandardCheckerCount.");
         }
+
+        _stepCheckers = [.. _checkers.Where(ChecksEachStep)];
     }
 
     public CheckerSetOptions Options { get; }
@@ -121,14 +127,12 @@ public sealed class CheckerSet : RuntimeObserver
             }
 
             // Extra checkers built with another context report only through their own logs.
-            lock (_gate)
+            var extras = Volatile.Read(ref _extraCheckers);
+            for (var i = 0; i < extras.Length; i++)
             {
-                for (var i = StandardCheckerCount; i < _checkers.Count; i++)
+                if (extras[i].HasViolations)
                 {
-                    if (_checkers[i].HasViolations)
-                    {
-                        return true;
-                    }
+                    return true;
                 }
             }
 
@@ -204,7 +208,7 @@ public sealed class CheckerSet : RuntimeObserver
 
     /// <summary>
     /// Adds a checker; one that is also a <see cref="RuntimeObserver"/> receives every runtime hook too. Add
-    /// before the run starts: the hooks and <see cref="CheckStep"/> read the lists without the lock.
+    /// before the run starts: the hooks read the lists without the lock.
     /// </summary>
     public void Add(IInvariantChecker checker)
     {
@@ -212,6 +216,12 @@ public sealed class CheckerSet : RuntimeObserver
         lock (_gate)
         {
             _checkers.Add(checker);
+            Volatile.Write(ref _extraCheckers, [.. _extraCheckers, checker]);
+            if (ChecksEachStep(checker))
+            {
+                Volatile.Write(ref _stepCheckers, [.. _stepCheckers, checker]);
+            }
+
             if (checker is RuntimeObserver observer)
             {
                 _extraObservers.Add(observer);
@@ -230,9 +240,10 @@ public sealed class CheckerSet : RuntimeObserver
     /// <summary>Runs the cheap checks that hold after every step; false when any violation is recorded (stop the run).</summary>
     public bool CheckStep()
     {
-        for (var i = 0; i < _checkers.Count; i++)
+        var checkers = Volatile.Read(ref _stepCheckers);
+        for (var i = 0; i < checkers.Length; i++)
         {
-            _checkers[i].CheckStep();
+            checkers[i].CheckStep();
         }
 
         return !HasViolations;
@@ -379,6 +390,16 @@ public sealed class CheckerSet : RuntimeObserver
                 _trace.Record(Context.NowTicks, "drop", text: _traceText!.Get(nodeId, reason, msgId));
             }
         }
+    }
+
+    /// <summary>
+    /// False for a checker whose <see cref="IInvariantChecker.CheckStep"/> is the empty one of the common base
+    /// classes: the run loop then skips it after every step (its quiescent checks still run).
+    /// </summary>
+    private static bool ChecksEachStep(IInvariantChecker checker)
+    {
+        var declaring = checker.GetType().GetMethod(nameof(IInvariantChecker.CheckStep), Type.EmptyTypes)?.DeclaringType;
+        return declaring != typeof(InvariantChecker) && declaring != typeof(RuntimeInvariantChecker);
     }
 
     private static int Compare(Violation a, Violation b)

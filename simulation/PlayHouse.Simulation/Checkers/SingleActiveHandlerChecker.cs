@@ -117,9 +117,14 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
 
     private void ReportStillActive(string when)
     {
+        // The total makes the common case one read without the lock; the scan runs only when something is wrong.
+        if (Volatile.Read(ref _activeTotal) == 0)
+        {
+            return;
+        }
+
         lock (_gate)
         {
-            // The total makes the common case one comparison; the scan runs only when something is wrong.
             if (_activeTotal == 0)
             {
                 return;
