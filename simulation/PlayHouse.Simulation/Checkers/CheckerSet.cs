@@ -19,6 +19,12 @@ public sealed record CheckerSetOptions
 
     /// <summary>Violations each checker keeps in memory (all are counted).</summary>
     public int ViolationsKeptMax { get; init; } = 100;
+
+    /// <summary>
+    /// Every hook and check comes from one thread (the simulation's), so the checkers skip their locks. The
+    /// simulation runner sets it; real mode, where hooks come from many threads, must not.
+    /// </summary>
+    public bool SingleThreaded { get; init; }
 }
 
 /// <summary>
@@ -45,7 +51,8 @@ public sealed record CheckerSetOptions
 /// </code>
 /// </example>
 /// <remarks>
-/// Thread-safe: every checker locks its own state, and a lock guards the trace and the list of extra checkers.
+/// Thread-safe: every checker locks its own state, and a lock guards the trace and the list of extra checkers;
+/// with <see cref="CheckerSetOptions.SingleThreaded"/> (simulation only) the per-hook locks are skipped.
 /// The trace is canonical only in simulation, where one thread makes the order of events deterministic.
 /// </remarks>
 public sealed class CheckerSet : RuntimeObserver
@@ -66,7 +73,7 @@ public sealed class CheckerSet : RuntimeObserver
     {
         ArgumentNullException.ThrowIfNull(time);
         Options = options ?? new CheckerSetOptions();
-        Context = new CheckerContext(time, Options.ViolationsKeptMax);
+        Context = new CheckerContext(time, Options.ViolationsKeptMax, Options.SingleThreaded);
         _trace = trace;
         _traceText = trace is null ? null : new TraceText();
         Fifo = new FifoPerSenderChecker(Context);
@@ -283,7 +290,7 @@ public sealed class CheckerSet : RuntimeObserver
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, TraceText.Enter(kind), stageId, text: _traceText!.Get(nodeId, msgId));
             }
@@ -300,7 +307,7 @@ public sealed class CheckerSet : RuntimeObserver
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, "exit", stageId, text: nodeId);
             }
@@ -326,7 +333,7 @@ public sealed class CheckerSet : RuntimeObserver
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, TraceText.Lifecycle(lifecycleEvent), stageId, actorInstance, accountId, nodeId);
             }
@@ -343,7 +350,7 @@ public sealed class CheckerSet : RuntimeObserver
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, "request.issued", (long)msgSeq, targetStageId, text: _traceText!.Get(nodeId, targetNodeId, msgId));
             }
@@ -360,7 +367,7 @@ public sealed class CheckerSet : RuntimeObserver
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, TraceText.Completed(outcome), (long)msgSeq, errorCode, text: _traceText!.Get(nodeId, targetNodeId, null));
             }
@@ -385,7 +392,7 @@ public sealed class CheckerSet : RuntimeObserver
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, "drop", text: _traceText!.Get(nodeId, reason, msgId));
             }

@@ -67,7 +67,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     {
         get
         {
-            lock (_nodeGate)
+            using (Context.Enter(_nodeGate))
             {
                 var pending = 0;
                 foreach (var ledger in _nodes.Values)
@@ -85,7 +85,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     {
         get
         {
-            lock (_clientGate)
+            using (Context.Enter(_clientGate))
             {
                 var outstanding = 0;
                 foreach (var ledger in _clients.Values)
@@ -109,7 +109,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     {
         get
         {
-            lock (_clientGate)
+            using (Context.Enter(_clientGate))
             {
                 var held = 0;
                 foreach (var ledger in _clients.Values)
@@ -126,7 +126,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
 
     public override void OnRequestIssued(string nodeId, ulong msgSeq, string targetNodeId, long targetStageId, string msgId)
     {
-        lock (_nodeGate)
+        using (Context.Enter(_nodeGate))
         {
             _issued++;
             var ledger = LedgerOf(nodeId);
@@ -143,7 +143,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
 
     public override void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode)
     {
-        lock (_nodeGate)
+        using (Context.Enter(_nodeGate))
         {
             var ledger = LedgerOf(nodeId);
             if (ledger.Pending.Remove(msgSeq, out var request))
@@ -175,7 +175,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     /// <summary>A simulated client sent request <paramref name="requestKey"/> carrying <paramref name="nonce"/>, which its reply must echo.</summary>
     public void OnClientRequestSent(long clientId, long requestKey, long nonce)
     {
-        lock (_clientGate)
+        using (Context.Enter(_clientGate))
         {
             _clientSent++;
             var ledger = ClientLedgerOf(clientId, requestKey);
@@ -201,7 +201,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
 
     private void CompleteClientRequest(long clientId, long requestKey, long replyNonce, bool failed, ushort errorCode)
     {
-        lock (_clientGate)
+        using (Context.Enter(_clientGate))
         {
             var ledger = _lastClient is { ClientId: var lastId } last && lastId == clientId ? last : _clients.GetValueOrDefault(clientId);
             ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
@@ -269,7 +269,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     /// <summary>At quiescence nothing is left to complete a request, so every open one is a violation (reported once).</summary>
     public override void CheckQuiescent()
     {
-        lock (_nodeGate)
+        using (Context.Enter(_nodeGate))
         {
             var nodeIds = new List<string>(_nodes.Keys);
             nodeIds.Sort(StringComparer.Ordinal);
@@ -295,7 +295,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
             }
         }
 
-        lock (_clientGate)
+        using (Context.Enter(_clientGate))
         {
             var open = new List<(long ClientId, long RequestKey)>();
             foreach (var ledger in _clients.Values)

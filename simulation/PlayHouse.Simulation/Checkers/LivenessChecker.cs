@@ -49,7 +49,7 @@ public sealed class LivenessChecker : InvariantChecker
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 return _clients.Count;
             }
@@ -62,7 +62,7 @@ public sealed class LivenessChecker : InvariantChecker
     /// </summary>
     public void Register(long clientId, long virtualTicks, bool expectsProgress = true)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var client = ref CollectionsMarshal.GetValueRefOrAddDefault(_clients, clientId, out _);
             client.RegisteredAtTicks = virtualTicks;
@@ -74,7 +74,7 @@ public sealed class LivenessChecker : InvariantChecker
     /// <summary>The client finished its work: it is no longer expected to progress.</summary>
     public void StopExpecting(long clientId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var client = ref CollectionsMarshal.GetValueRefOrNullRef(_clients, clientId);
             if (!Unsafe.IsNullRef(ref client))
@@ -87,7 +87,7 @@ public sealed class LivenessChecker : InvariantChecker
     /// <summary>The client completed something useful at <paramref name="virtualTicks"/>; an unknown client is registered then.</summary>
     public void OnProgress(long clientId, long virtualTicks)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var client = ref CollectionsMarshal.GetValueRefOrAddDefault(_clients, clientId, out var seen);
             if (!seen)
@@ -110,7 +110,7 @@ public sealed class LivenessChecker : InvariantChecker
     /// <summary>Every fault healed at <paramref name="virtualTicks"/>: every client's window starts again from here.</summary>
     public void FaultsHealedAt(long virtualTicks)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             _healed = true;
             _healedAtTicks = virtualTicks;
@@ -165,7 +165,7 @@ public sealed class LivenessChecker : InvariantChecker
 
     private void Judge(long nowTicks, bool quiescent)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             List<long>? stalled = null;
             while (_deadlines.TryPeek(out var entry, out var deadline) && (quiescent || deadline <= nowTicks))

@@ -38,7 +38,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 return _highWater;
             }
@@ -51,7 +51,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
     /// <summary>Per-stage high-water marks, ordered by node id (ordinal) then stage id.</summary>
     public IReadOnlyList<StageHandlerHighWater> GetHighWaters()
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             var list = new List<StageHandlerHighWater>(_stages.Count);
             foreach (var pair in _stages)
@@ -70,7 +70,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
 
     public override void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             _entries++;
             ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
@@ -96,7 +96,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
 
     public override void OnHandlerExited(string nodeId, long stageId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
             if (stage.Active == 0)
@@ -123,7 +123,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker
             return;
         }
 
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             if (_activeTotal == 0)
             {

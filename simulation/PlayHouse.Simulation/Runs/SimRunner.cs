@@ -65,7 +65,7 @@ public static class SimRunner
                 .WithWorldOptions(new SimWorldOptions { ExploreSchedules = options.ExploreSchedules })
                 .WithObserver(c =>
                 {
-                    checkers = new CheckerSet(c.World.Time, new CheckerSetOptions { LivenessWindow = TimeSpan.FromMilliseconds(options.LivenessWindowMs) }, c.World.Trace);
+                    checkers = new CheckerSet(c.World.Time, new CheckerSetOptions { LivenessWindow = TimeSpan.FromMilliseconds(options.LivenessWindowMs), SingleThreaded = true }, c.World.Trace);
                     return checkers;
                 });
             scenario.Configure(builder, options);
