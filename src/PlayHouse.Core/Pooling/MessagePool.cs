@@ -80,7 +80,10 @@ public sealed class MessagePool
     // One flag for the return path's only optional work (ledger, poison or clear), so the common case tests once.
     private readonly bool _returnNeedsWork;
     private readonly GlobalClass[] _global;
-    private readonly Dictionary<long, PooledBuffer>? _ledger;
+    // Checked mode: the outstanding buffers, densely packed; each knows its slot (PooledBuffer.LedgerSlot), so an
+    // entry is added and removed without hashing. Null when not in checked mode.
+    private PooledBuffer?[]? _ledger;
+    private int _ledgerCount;
     private readonly Lock _ledgerGate = new();
     private readonly Lock _localsGate = new();
 
@@ -118,7 +121,7 @@ public sealed class MessagePool
             _global[i] = new GlobalClass();
         }
 
-        _ledger = _checkedMode ? [] : null;
+        _ledger = _checkedMode ? new PooledBuffer?[64] : null;
         PreWarm();
     }
 
@@ -298,7 +301,7 @@ public sealed class MessagePool
 
         lock (_ledgerGate)
         {
-            return [.. _ledger.Values.OrderBy(b => b.Id).Select(b => new OutstandingBuffer(b.Id, b.Array.Length, b.Length, b.Owner))];
+            return [.. _ledger.Take(_ledgerCount).Select(b => b!).OrderBy(b => b.Id).Select(b => new OutstandingBuffer(b.Id, b.Array.Length, b.Length, b.Owner))];
         }
     }
 
@@ -730,10 +733,18 @@ public sealed class MessagePool
         {
             buffer.PreviousOwner = buffer.Owner;
             buffer.Owner = owner;
-            if (!_ledger!.TryAdd(buffer.Id, buffer))
+            if (buffer.LedgerSlot >= 0)
             {
                 throw new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id };
             }
+
+            if (_ledgerCount == _ledger!.Length)
+            {
+                Array.Resize(ref _ledger, _ledger.Length * 2);
+            }
+
+            _ledger[_ledgerCount] = buffer;
+            buffer.LedgerSlot = _ledgerCount++;
         }
     }
 
@@ -748,10 +759,18 @@ public sealed class MessagePool
 
         lock (_ledgerGate)
         {
-            if (!_ledger!.Remove(buffer.Id))
+            var slot = buffer.LedgerSlot;
+            if (slot < 0 || !ReferenceEquals(_ledger![slot], buffer))
             {
                 throw PoolOwnershipException.NotInLedger(buffer, DisplayName);
             }
+
+            // The last entry fills the hole, so the ledger stays dense.
+            var last = _ledger[--_ledgerCount]!;
+            _ledger[slot] = last;
+            last.LedgerSlot = slot;
+            _ledger[_ledgerCount] = null;
+            buffer.LedgerSlot = -1;
         }
 
         // Poison so that a reader holding the raw array (a Memory taken before the return) sees 0xDD, not stale data.
