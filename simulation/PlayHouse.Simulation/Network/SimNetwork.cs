@@ -112,7 +112,7 @@ public sealed class SimNetwork
         _random = random;
         Defaults = defaults ?? new PathOptions();
         Defaults.Validate();
-        Buffers = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        Buffers = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
     }
 
     public SimWorld World => _world;
