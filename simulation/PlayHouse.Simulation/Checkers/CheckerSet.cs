@@ -133,7 +133,8 @@ public sealed class CheckerSet : RuntimeObserver
                 return true;
             }
 
-            // Extra checkers built with another context report only through their own logs.
+            // Extra checkers built with another context report only through their own logs (the ones that share
+            // this set's context set its flag themselves, so they are not polled).
             var extras = Volatile.Read(ref _extraCheckers);
             for (var i = 0; i < extras.Length; i++)
             {
@@ -223,7 +224,11 @@ public sealed class CheckerSet : RuntimeObserver
         lock (_gate)
         {
             _checkers.Add(checker);
-            Volatile.Write(ref _extraCheckers, [.. _extraCheckers, checker]);
+            if (!SharesContext(checker))
+            {
+                Volatile.Write(ref _extraCheckers, [.. _extraCheckers, checker]);
+            }
+
             if (ChecksEachStep(checker))
             {
                 Volatile.Write(ref _stepCheckers, [.. _stepCheckers, checker]);
@@ -408,6 +413,14 @@ public sealed class CheckerSet : RuntimeObserver
         var declaring = checker.GetType().GetMethod(nameof(IInvariantChecker.CheckStep), Type.EmptyTypes)?.DeclaringType;
         return declaring != typeof(InvariantChecker) && declaring != typeof(RuntimeInvariantChecker);
     }
+
+    /// <summary>True when a violation of <paramref name="checker"/> raises <see cref="CheckerContext.HasViolations"/> of this set.</summary>
+    private bool SharesContext(IInvariantChecker checker) => checker switch
+    {
+        InvariantChecker c => ReferenceEquals(c.Context, Context),
+        RuntimeInvariantChecker c => ReferenceEquals(c.Context, Context),
+        _ => false,
+    };
 
     private static int Compare(Violation a, Violation b)
     {
