@@ -204,6 +204,9 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
         using (Context.Enter(_clientGate))
         {
             var ledger = _lastClient is { ClientId: var lastId } last && lastId == clientId ? last : _clients.GetValueOrDefault(clientId);
+
+            // A completion is usually followed by the same client's next send.
+            _lastClient = ledger ?? _lastClient;
             ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
             if (Unsafe.IsNullRef(ref request))
             {
@@ -364,8 +367,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
     {
         // The last completions compacted into the watermark, by key modulo the ring's length, for violation messages.
         private const int RecentCompactedMax = 8;
-        private readonly ClientRequest[] _recentCompacted = new ClientRequest[RecentCompactedMax];
-        private readonly long[] _recentCompactedKeys = new long[RecentCompactedMax];
+        private readonly (long Key, ClientRequest Request)[] _recentCompacted = new (long, ClientRequest)[RecentCompactedMax];
         private readonly long _rangeStart = firstKey - 1;
         private long _watermark = firstKey - 1;
 
@@ -380,7 +382,8 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
         public ClientRequest? FindCompacted(long key)
         {
             var slot = (int)((ulong)key % RecentCompactedMax);
-            return _recentCompactedKeys[slot] == key && _recentCompacted[slot].State == ClientRequestState.Completed ? _recentCompacted[slot] : null;
+            ref var recent = ref _recentCompacted[slot];
+            return recent.Key == key && recent.Request.State == ClientRequestState.Completed ? recent.Request : null;
         }
 
         /// <summary>Folds completed keys into the watermark after <paramref name="completedKey"/> completed.</summary>
@@ -410,8 +413,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker
         {
             Held.Remove(key, out var request);
             var slot = (int)((ulong)key % RecentCompactedMax);
-            _recentCompactedKeys[slot] = key;
-            _recentCompacted[slot] = request;
+            _recentCompacted[slot] = (key, request);
         }
     }
 
