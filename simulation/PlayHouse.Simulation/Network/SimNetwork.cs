@@ -448,8 +448,8 @@ public sealed class SimNetwork
     {
         var ready = Math.Max(segment.ReadyTicks, direction.LastReadyTicks);
         direction.LastReadyTicks = ready;
-        direction.Segments.Enqueue(segment with { ReadyTicks = ready });
-        if (direction.Segments.Count == 1)
+        direction.Enqueue(segment with { ReadyTicks = ready });
+        if (direction.Count == 1)
         {
             EnsurePump(direction);
         }
@@ -458,7 +458,7 @@ public sealed class SimNetwork
     /// <summary>Arms the direction's one pump event for the instant its head is due, unless it is blocked or empty.</summary>
     private void EnsurePump(StreamDirection direction)
     {
-        if (direction.IsBlocked || !direction.Segments.TryPeek(out var head))
+        if (direction.IsBlocked || !direction.TryPeek(out var head))
         {
             if (direction.PumpArmed)
             {
@@ -487,7 +487,7 @@ public sealed class SimNetwork
     private void Pump(StreamDirection direction)
     {
         direction.PumpArmed = false;
-        if (!direction.Segments.TryPeek(out var head))
+        if (!direction.TryPeek(out var head))
         {
             return;
         }
@@ -505,7 +505,7 @@ public sealed class SimNetwork
             return;
         }
 
-        direction.Segments.Dequeue();
+        direction.TryDequeue(out _);
         var sender = direction.Sender;
         var target = sender.Peer!;
         Assert(!target.IsClosedNotified, "a segment was due towards an end that had closed; closing should have discarded it");
@@ -603,8 +603,9 @@ public sealed class SimNetwork
         }
 
         var now = _world.NowTicks;
-        foreach (var segment in direction.Segments)
+        for (var i = 0; i < direction.Count; i++)
         {
+            ref readonly var segment = ref direction.At(i);
             if (direction.DueTicks(segment) > now)
             {
                 break;
@@ -626,7 +627,7 @@ public sealed class SimNetwork
         }
 
         var bytes = 0L;
-        while (direction.Segments.TryDequeue(out var segment))
+        while (direction.TryDequeue(out var segment))
         {
             if (segment.Kind == SegmentKind.Data)
             {
