@@ -13,12 +13,17 @@ namespace PlayHouse.Sim.Cli;
 /// <remarks>
 /// Method (seed 003): the two sides alternate which goes first over an even number of repeats (at least four) and the
 /// ratio reported is the median of the per-repeat ratios, so warm-up, turbo and GC drift hit both sides alike.
+/// Bytes per message on the simulated side are the steady state (sampled through the run's progress callback, setup
+/// and report left out); the whole run's figure, setup included, is printed beside it.
 /// Not thread-safe; everything runs on the calling thread.
 /// </remarks>
 internal sealed class BenchCommands(IRunView view, IWallClock clock)
 {
     private const int RepeatsMin = 4;
     private const double ScaleBudgetWallSeconds = 10;
+
+    // Allocation samples of the simulated side are taken this many events apart (about 30 per million round trips).
+    private const long SteadySampleEvents = 100_000;
 
     public Command Build()
     {
@@ -144,6 +149,7 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
         var bareRates = new List<double>();
         var ratios = new List<double>();
         var simBytes = new List<double>();
+        var simWholeRunBytes = new List<double>();
         var bareBytes = new List<double>();
         var started = clock.Elapsed;
         SimReport? failed = null;
@@ -173,9 +179,10 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
             bareRates.Add(bareSide.RoundTripsPerSecond);
             ratios.Add(simSide.RoundTripsPerSecond / bareSide.RoundTripsPerSecond);
             simBytes.Add(simSide.BytesPerRoundTrip);
+            simWholeRunBytes.Add(simSide.WholeRunBytesPerRoundTrip);
             bareBytes.Add(bareSide.BytesPerRoundTrip);
             view.Line(Invariant(
-                $"repeat.{repeat + 1}=order:{(simFirst ? "sim-first" : "bare-first")} sim.roundTripsPerSecond={simSide.RoundTripsPerSecond:0} bare.roundTripsPerSecond={bareSide.RoundTripsPerSecond:0} ratio={ratios[^1]:0.0000} sim.bytesPerMessage={simSide.BytesPerRoundTrip:0.0} bare.bytesPerMessage={bareSide.BytesPerRoundTrip:0.0} sim.gen2={simSide.Gen2Collections} bare.gen2={bareSide.Gen2Collections}"));
+                $"repeat.{repeat + 1}=order:{(simFirst ? "sim-first" : "bare-first")} sim.roundTripsPerSecond={simSide.RoundTripsPerSecond:0} bare.roundTripsPerSecond={bareSide.RoundTripsPerSecond:0} ratio={ratios[^1]:0.0000} sim.bytesPerMessage={simSide.BytesPerRoundTrip:0.0} sim.bytesPerMessageWholeRun={simSide.WholeRunBytesPerRoundTrip:0.0} bare.bytesPerMessage={bareSide.BytesPerRoundTrip:0.0} sim.gen2={simSide.Gen2Collections} bare.gen2={bareSide.Gen2Collections}"));
         }
 
         if (failed is not null)
@@ -192,6 +199,7 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
         view.Line(Invariant($"bare.roundTripsPerSecond={Median(bareRates):0}"));
         view.Line(Invariant($"ratio.median={Median(ratios):0.0000}"));
         view.Line(Invariant($"sim.bytesPerMessage={Median(simBytes):0.0}"));
+        view.Line(Invariant($"sim.bytesPerMessageWholeRun={Median(simWholeRunBytes):0.0}"));
         view.Line(Invariant($"bare.bytesPerMessage={Median(bareBytes):0.0}"));
         view.Line(Invariant($"processors={Environment.ProcessorCount}"));
         view.Line("gc=" + GcMode());
@@ -202,13 +210,43 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
     {
         Settle();
         var gen2 = GC.CollectionCount(2);
+        var samples = new List<(long Events, long Bytes)>(64);
         var allocated = GC.GetAllocatedBytesForCurrentThread();
         var start = clock.Elapsed;
-        var report = SimRunner.Run(ScenarioCatalog.Create("echo"), seed, options, new RunSettings { CheckEveryEvents = checkEveryEvents });
+        var report = SimRunner.Run(ScenarioCatalog.Create("echo"), seed, options, new RunSettings
+        {
+            CheckEveryEvents = checkEveryEvents,
+            Progress = progress => samples.Add((progress.Events, GC.GetAllocatedBytesForCurrentThread())),
+            ProgressEvents = SteadySampleEvents,
+        });
         var wall = clock.Elapsed - start;
         allocated = GC.GetAllocatedBytesForCurrentThread() - allocated;
         var roundTrips = Math.Max(1, report.RequestsSucceeded);
-        return (new Measurement(report.RequestsSucceeded / wall.TotalSeconds, allocated / (double)roundTrips, GC.CollectionCount(2) - gen2), report);
+        var wholeRun = allocated / (double)roundTrips;
+        return (new Measurement(report.RequestsSucceeded / wall.TotalSeconds, SteadyBytesPerRoundTrip(samples, report) ?? wholeRun, GC.CollectionCount(2) - gen2, wholeRun), report);
+    }
+
+    /// <summary>
+    /// Bytes allocated per round trip in steady state: between the samples taken after the first fifth of the run's
+    /// events and the last sample (so cluster setup, the clients' logins and the report are outside the window),
+    /// per event, times the run's events per round trip. Null when the run was too short for a window.
+    /// </summary>
+    private static double? SteadyBytesPerRoundTrip(List<(long Events, long Bytes)> samples, SimReport report)
+    {
+        if (samples.Count < 3 || report.RequestsSucceeded == 0)
+        {
+            return null;
+        }
+
+        var first = samples[samples.Count / 5];
+        var last = samples[^1];
+        if (last.Events <= first.Events)
+        {
+            return null;
+        }
+
+        var bytesPerEvent = (last.Bytes - first.Bytes) / (double)(last.Events - first.Events);
+        return bytesPerEvent * report.Events / report.RequestsSucceeded;
     }
 
     private Measurement MeasureBare(BareLoopOptions options)
@@ -221,7 +259,7 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
         var wall = clock.Elapsed - start;
         allocated = GC.GetAllocatedBytesForCurrentThread() - allocated;
         var roundTrips = Math.Max(1, result.RoundTrips);
-        return new Measurement(result.RoundTrips / wall.TotalSeconds, allocated / (double)roundTrips, GC.CollectionCount(2) - gen2);
+        return new Measurement(result.RoundTrips / wall.TotalSeconds, allocated / (double)roundTrips, GC.CollectionCount(2) - gen2, allocated / (double)roundTrips);
     }
 
     /// <summary>Starts each side from a collected heap, so one side's garbage is not collected on the other's time.</summary>
@@ -244,5 +282,6 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
 
     private static string Invariant(FormattableString text) => text.ToString(CultureInfo.InvariantCulture);
 
-    private readonly record struct Measurement(double RoundTripsPerSecond, double BytesPerRoundTrip, int Gen2Collections);
+    /// <summary>One side of one repeat. <c>BytesPerRoundTrip</c> is the steady state; <c>WholeRunBytesPerRoundTrip</c> includes setup.</summary>
+    private readonly record struct Measurement(double RoundTripsPerSecond, double BytesPerRoundTrip, int Gen2Collections, double WholeRunBytesPerRoundTrip);
 }

@@ -126,6 +126,13 @@ public sealed class SimWorld
         }
 
         var previous = System.Threading.SynchronizationContext.Current;
+        if (ReferenceEquals(previous, SynchronizationContext))
+        {
+            // A caller that steps many times installs the world's context once (the runner does); nothing to swap.
+            item.Execute();
+            return true;
+        }
+
         System.Threading.SynchronizationContext.SetSynchronizationContext(SynchronizationContext);
         try
         {

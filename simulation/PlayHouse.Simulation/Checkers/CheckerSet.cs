@@ -19,6 +19,12 @@ public sealed record CheckerSetOptions
 
     /// <summary>Violations each checker keeps in memory (all are counted).</summary>
     public int ViolationsKeptMax { get; init; } = 100;
+
+    /// <summary>
+    /// Every hook and check comes from one thread (the simulation's), so the checkers skip their locks. The
+    /// simulation runner sets it; real mode, where hooks come from many threads, must not.
+    /// </summary>
+    public bool SingleThreaded { get; init; }
 }
 
 /// <summary>
@@ -45,7 +51,8 @@ public sealed record CheckerSetOptions
 /// </code>
 /// </example>
 /// <remarks>
-/// Thread-safe: every checker locks its own state, and a lock guards the trace and the list of extra checkers.
+/// Thread-safe: every checker locks its own state, and a lock guards the trace and the list of extra checkers;
+/// with <see cref="CheckerSetOptions.SingleThreaded"/> (simulation only) the per-hook locks are skipped.
 /// The trace is canonical only in simulation, where one thread makes the order of events deterministic.
 /// </remarks>
 public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
@@ -55,6 +62,10 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     private readonly Lock _gate = new();
     private readonly List<IInvariantChecker> _checkers = [];
     private readonly List<RuntimeObserver> _extraObservers = [];
+
+    // Replaced, never changed in place, under _gate: the run loop reads them after every step without the lock.
+    private IInvariantChecker[] _stepCheckers = [];
+    private IInvariantChecker[] _extraCheckers = [];
     private readonly SimTrace? _trace;
     private readonly TraceText? _traceText;
 
@@ -62,7 +73,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     {
         ArgumentNullException.ThrowIfNull(time);
         Options = options ?? new CheckerSetOptions();
-        Context = new CheckerContext(time, Options.ViolationsKeptMax);
+        Context = new CheckerContext(time, Options.ViolationsKeptMax, Options.SingleThreaded);
         _trace = trace;
         _traceText = trace is null ? null : new TraceText();
         Fifo = new FifoPerSenderChecker(Context);
@@ -77,6 +88,8 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
         {
             throw new InvalidOperationException("The standard checkers changed; update StandardCheckerCount.");
         }
+
+        _stepCheckers = [.. _checkers.Where(ChecksEachStep)];
     }
 
     public CheckerSetOptions Options { get; }
@@ -137,15 +150,14 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
                 return true;
             }
 
-            // Extra checkers built with another context report only through their own logs.
-            lock (_gate)
+            // Extra checkers built with another context report only through their own logs (the ones that share
+            // this set's context set its flag themselves, so they are not polled).
+            var extras = Volatile.Read(ref _extraCheckers);
+            for (var i = 0; i < extras.Length; i++)
             {
-                for (var i = StandardCheckerCount; i < _checkers.Count; i++)
+                if (extras[i].HasViolations)
                 {
-                    if (_checkers[i].HasViolations)
-                    {
-                        return true;
-                    }
+                    return true;
                 }
             }
 
@@ -221,7 +233,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 
     /// <summary>
     /// Adds a checker; one that is also a <see cref="RuntimeObserver"/> receives every runtime hook too. Add
-    /// before the run starts: the hooks and <see cref="CheckStep"/> read the lists without the lock.
+    /// before the run starts: the hooks read the lists without the lock.
     /// </summary>
     public void Add(IInvariantChecker checker)
     {
@@ -229,6 +241,16 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
         lock (_gate)
         {
             _checkers.Add(checker);
+            if (!SharesContext(checker))
+            {
+                Volatile.Write(ref _extraCheckers, [.. _extraCheckers, checker]);
+            }
+
+            if (ChecksEachStep(checker))
+            {
+                Volatile.Write(ref _stepCheckers, [.. _stepCheckers, checker]);
+            }
+
             if (checker is RuntimeObserver observer)
             {
                 _extraObservers.Add(observer);
@@ -247,9 +269,10 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     /// <summary>Runs the cheap checks that hold after every step; false when any violation is recorded (stop the run).</summary>
     public bool CheckStep()
     {
-        for (var i = 0; i < _checkers.Count; i++)
+        var checkers = Volatile.Read(ref _stepCheckers);
+        for (var i = 0; i < checkers.Length; i++)
         {
-            _checkers[i].CheckStep();
+            checkers[i].CheckStep();
         }
 
         return !HasViolations;
@@ -289,7 +312,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, TraceText.Enter(kind), stageId, text: _traceText!.Get(nodeId, msgId));
             }
@@ -306,7 +329,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, "exit", stageId, text: nodeId);
             }
@@ -332,7 +355,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, TraceText.Lifecycle(lifecycleEvent), stageId, actorInstance, accountId, nodeId);
             }
@@ -349,7 +372,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, "request.issued", (long)msgSeq, targetStageId, text: _traceText!.Get(nodeId, targetNodeId, msgId));
             }
@@ -366,7 +389,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, TraceText.Completed(outcome), (long)msgSeq, errorCode, text: _traceText!.Get(nodeId, targetNodeId, null));
             }
@@ -391,12 +414,30 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
 
         if (_trace is not null)
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 _trace.Record(Context.NowTicks, "drop", text: _traceText!.Get(nodeId, reason, msgId));
             }
         }
     }
+
+    /// <summary>
+    /// False for a checker whose <see cref="IInvariantChecker.CheckStep"/> is the empty one of the common base
+    /// classes: the run loop then skips it after every step (its quiescent checks still run).
+    /// </summary>
+    private static bool ChecksEachStep(IInvariantChecker checker)
+    {
+        var declaring = checker.GetType().GetMethod(nameof(IInvariantChecker.CheckStep), Type.EmptyTypes)?.DeclaringType;
+        return declaring != typeof(InvariantChecker) && declaring != typeof(RuntimeInvariantChecker);
+    }
+
+    /// <summary>True when a violation of <paramref name="checker"/> raises <see cref="CheckerContext.HasViolations"/> of this set.</summary>
+    private bool SharesContext(IInvariantChecker checker) => checker switch
+    {
+        InvariantChecker c => ReferenceEquals(c.Context, Context),
+        RuntimeInvariantChecker c => ReferenceEquals(c.Context, Context),
+        _ => false,
+    };
 
     private static int Compare(Violation a, Violation b)
     {

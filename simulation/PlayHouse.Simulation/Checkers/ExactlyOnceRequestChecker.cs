@@ -18,8 +18,11 @@ namespace PlayHouse.Simulation.Checkers;
 /// report the completion first; that shows here as a completion without an issue.
 /// Completed node requests are compacted into a per-node prefix (request ids are assigned in order), so memory
 /// follows the requests in flight, not the length of the run. Client requests stay remembered per (client, key)
-/// after they complete, so a second completion is recognised; client keys are 16-bit sequences in practice, so
-/// that memory is bounded by clients x keys in use.
+/// Client requests are compacted the same way, per client: keys in (first key - 1, watermark] were all sent and
+/// completed, and only keys that are outstanding, or completed ahead of an older outstanding key, are held one by
+/// one, so memory follows the requests in flight, not the length of the run. A key below the watermark may be sent
+/// again (a 16-bit key that wrapped); it is then held one by one again until it completes. The last few completions
+/// each client compacted are kept in a small ring, so a late second completion still names the first one.
 /// </remarks>
 public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCrashAware
 {
@@ -28,7 +31,8 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     private readonly Lock _nodeGate = new();
     private readonly Dictionary<string, NodeLedger> _nodes = new(StringComparer.Ordinal);
     private readonly Lock _clientGate = new();
-    private readonly Dictionary<(long ClientId, long RequestKey), ClientRequest> _clientRequests = [];
+    private readonly Dictionary<long, ClientLedger> _clients = [];
+    private ClientLedger? _lastClient;
     private long _issued;
     private long _completed;
     private long _refusedBeforeIssue;
@@ -67,7 +71,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     {
         get
         {
-            lock (_nodeGate)
+            using (Context.Enter(_nodeGate))
             {
                 var pending = 0;
                 foreach (var ledger in _nodes.Values)
@@ -85,14 +89,17 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     {
         get
         {
-            lock (_clientGate)
+            using (Context.Enter(_clientGate))
             {
                 var outstanding = 0;
-                foreach (var request in _clientRequests.Values)
+                foreach (var ledger in _clients.Values)
                 {
-                    if (request.State == ClientRequestState.Outstanding)
+                    foreach (var request in ledger.Held.Values)
                     {
-                        outstanding++;
+                        if (request.State == ClientRequestState.Outstanding)
+                        {
+                            outstanding++;
+                        }
                     }
                 }
 
@@ -101,11 +108,29 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         }
     }
 
+    /// <summary>Client requests held one by one (outstanding, or completed ahead of an outstanding one); for tests of the compaction.</summary>
+    internal int ClientHeldCount
+    {
+        get
+        {
+            using (Context.Enter(_clientGate))
+            {
+                var held = 0;
+                foreach (var ledger in _clients.Values)
+                {
+                    held += ledger.Held.Count;
+                }
+
+                return held;
+            }
+        }
+    }
+
     // ---- Node side (runtime hooks) ----
 
     public override void OnRequestIssued(string nodeId, ulong msgSeq, string targetNodeId, long targetStageId, string msgId)
     {
-        lock (_nodeGate)
+        using (Context.Enter(_nodeGate))
         {
             _issued++;
             var ledger = LedgerOf(nodeId);
@@ -122,7 +147,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
     public override void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode)
     {
-        lock (_nodeGate)
+        using (Context.Enter(_nodeGate))
         {
             var ledger = LedgerOf(nodeId);
             if (ledger.Pending.Remove(msgSeq, out var request))
@@ -169,10 +194,11 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     /// <summary>A simulated client sent request <paramref name="requestKey"/> carrying <paramref name="nonce"/>, which its reply must echo.</summary>
     public void OnClientRequestSent(long clientId, long requestKey, long nonce)
     {
-        lock (_clientGate)
+        using (Context.Enter(_clientGate))
         {
             _clientSent++;
-            ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(_clientRequests, (clientId, requestKey), out var seen);
+            var ledger = ClientLedgerOf(clientId, requestKey);
+            ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(ledger.Held, requestKey, out var seen);
             if (seen && request.State == ClientRequestState.Outstanding)
             {
                 // The key wrapped (or was reused) while the old request was still waiting: its reply would now
@@ -194,11 +220,25 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
     private void CompleteClientRequest(long clientId, long requestKey, long replyNonce, bool failed, ushort errorCode)
     {
-        lock (_clientGate)
+        using (Context.Enter(_clientGate))
         {
-            ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clientRequests, (clientId, requestKey));
+            var ledger = _lastClient is { ClientId: var lastId } last && lastId == clientId ? last : _clients.GetValueOrDefault(clientId);
+
+            // A completion is usually followed by the same client's next send.
+            _lastClient = ledger ?? _lastClient;
+            ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
             if (Unsafe.IsNullRef(ref request))
             {
+                if (ledger is not null && ledger.IsCompacted(requestKey))
+                {
+                    var earlier = ledger.FindCompacted(requestKey);
+                    var seconds = DescribeCompletion(failed, replyNonce, errorCode);
+                    Log.Record(earlier is { } first
+                        ? $"client {clientId}: request key {requestKey} (nonce {first.Nonce}) completed a second time ({seconds}); it had completed with {DescribeCompletion(first.CompletedFailed, first.CompletedNonce, first.CompletedErrorCode)}"
+                        : $"client {clientId}: request key {requestKey} completed a second time ({seconds}); it had completed before");
+                    return;
+                }
+
                 Log.Record($"client {clientId}: request key {requestKey} completed ({DescribeCompletion(failed, replyNonce, errorCode)}) but was never sent");
                 return;
             }
@@ -219,7 +259,27 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             {
                 Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
             }
+
+            ledger!.Compact(requestKey);
         }
+    }
+
+    /// <summary>The ledger of a client, created at its first request (whose key starts the compacted range).</summary>
+    private ClientLedger ClientLedgerOf(long clientId, long firstKey)
+    {
+        if (_lastClient is { } last && last.ClientId == clientId)
+        {
+            return last;
+        }
+
+        if (!_clients.TryGetValue(clientId, out var ledger))
+        {
+            ledger = new ClientLedger(clientId, firstKey);
+            _clients.Add(clientId, ledger);
+        }
+
+        _lastClient = ledger;
+        return ledger;
     }
 
     /// <summary>How a client request completed, as violations print it; built only when something is recorded.</summary>
@@ -231,7 +291,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     /// <summary>At quiescence nothing is left to complete a request, so every open one is a violation (reported once).</summary>
     public override void CheckQuiescent()
     {
-        lock (_nodeGate)
+        using (Context.Enter(_nodeGate))
         {
             var nodeIds = new List<string>(_nodes.Keys);
             nodeIds.Sort(StringComparer.Ordinal);
@@ -257,21 +317,24 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             }
         }
 
-        lock (_clientGate)
+        using (Context.Enter(_clientGate))
         {
             var open = new List<(long ClientId, long RequestKey)>();
-            foreach (var pair in _clientRequests)
+            foreach (var ledger in _clients.Values)
             {
-                if (pair.Value.State == ClientRequestState.Outstanding && !pair.Value.Reported)
+                foreach (var pair in ledger.Held)
                 {
-                    open.Add(pair.Key);
+                    if (pair.Value.State == ClientRequestState.Outstanding && !pair.Value.Reported)
+                    {
+                        open.Add((ledger.ClientId, pair.Key));
+                    }
                 }
             }
 
             open.Sort();
             foreach (var key in open)
             {
-                ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clientRequests, key);
+                ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clients[key.ClientId].Held, key.RequestKey);
                 request.Reported = true;
                 Log.Record($"client {key.ClientId}: request key {key.RequestKey} (nonce {request.Nonce}, sent at {TimeSpan.FromTicks(request.SentAtTicks):c}) never completed: no reply, error or timeout");
             }
@@ -313,6 +376,64 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         public bool CompletedFailed;
         public ushort CompletedErrorCode;
         public long CompletedNonce;
+    }
+
+    /// <summary>
+    /// The requests of one client: every key in (<c>_rangeStart</c>, <c>_watermark</c>] was sent and completed; the
+    /// keys held one by one are outstanding, or completed ahead of an older outstanding key, or outside that range.
+    /// </summary>
+    private sealed class ClientLedger(long clientId, long firstKey)
+    {
+        // The last completions compacted into the watermark, by key modulo the ring's length, for violation messages.
+        private const int RecentCompactedMax = 8;
+        private readonly (long Key, ClientRequest Request)[] _recentCompacted = new (long, ClientRequest)[RecentCompactedMax];
+        private readonly long _rangeStart = firstKey - 1;
+        private long _watermark = firstKey - 1;
+
+        public long ClientId { get; } = clientId;
+
+        public Dictionary<long, ClientRequest> Held { get; } = [];
+
+        /// <summary>True when the key was sent and completed and has since been folded into the watermark.</summary>
+        public bool IsCompacted(long key) => key > _rangeStart && key <= _watermark;
+
+        /// <summary>The compacted key's request, when it is still in the ring of recent compactions.</summary>
+        public ClientRequest? FindCompacted(long key)
+        {
+            var slot = (int)((ulong)key % RecentCompactedMax);
+            ref var recent = ref _recentCompacted[slot];
+            return recent.Key == key && recent.Request.State == ClientRequestState.Completed ? recent.Request : null;
+        }
+
+        /// <summary>Folds completed keys into the watermark after <paramref name="completedKey"/> completed.</summary>
+        public void Compact(long completedKey)
+        {
+            if (completedKey <= _rangeStart)
+            {
+                // Outside the range the watermark covers: it stays held, completed, so a second completion is known.
+                return;
+            }
+
+            if (completedKey <= _watermark)
+            {
+                // A reused key below the watermark completed: the watermark already says "completed" for it.
+                Forget(completedKey);
+                return;
+            }
+
+            while (Held.TryGetValue(_watermark + 1, out var next) && next.State == ClientRequestState.Completed)
+            {
+                _watermark++;
+                Forget(_watermark);
+            }
+        }
+
+        private void Forget(long key)
+        {
+            Held.Remove(key, out var request);
+            var slot = (int)((ulong)key % RecentCompactedMax);
+            _recentCompacted[slot] = (key, request);
+        }
     }
 
     /// <summary>The requests of one node: the pending ones, and the completed ones as a prefix plus stragglers.</summary>

@@ -37,7 +37,7 @@ public sealed class FifoPerSenderChecker : InvariantChecker
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 return _lastSeqBySender.Count;
             }
@@ -48,7 +48,7 @@ public sealed class FifoPerSenderChecker : InvariantChecker
     public void OnDelivered(string nodeId, long stageId, long senderId, long senderSeq)
     {
         ArgumentNullException.ThrowIfNull(nodeId);
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             _deliveriesChecked++;
             ref var last = ref CollectionsMarshal.GetValueRefOrAddDefault(_lastSeqBySender, (nodeId, stageId, senderId), out var seen);

@@ -73,7 +73,7 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 var running = 0;
                 foreach (var stage in _stages.Values)
@@ -91,7 +91,7 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 var live = 0;
                 foreach (var actor in _actors.Values)
@@ -106,7 +106,7 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
 
     public override void OnLifecycle(string nodeId, long stageId, long actorInstance, long accountId, LifecycleEvent lifecycleEvent)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             _events++;
             switch (lifecycleEvent)
@@ -130,7 +130,7 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
             return;
         }
 
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
             switch (stage.State)
@@ -172,7 +172,7 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
 
     public override void CheckQuiescent()
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             var creating = new List<(string NodeId, long StageId)>();
             foreach (var pair in _stages)

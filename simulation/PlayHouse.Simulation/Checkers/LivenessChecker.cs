@@ -26,6 +26,10 @@ public sealed class LivenessChecker : InvariantChecker
     private long _healedAtTicks;
     private bool _healed;
 
+    // The earliest deadline queued (long.MaxValue when none), written under the lock, so that a step before it
+    // returns after one read without taking the lock. A stale entry only makes a step take the lock early.
+    private long _earliestDeadlineTicks = long.MaxValue;
+
     public LivenessChecker(CheckerContext context, TimeSpan progressWindow)
         : base(CheckerName, context)
     {
@@ -45,7 +49,7 @@ public sealed class LivenessChecker : InvariantChecker
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 return _clients.Count;
             }
@@ -58,7 +62,7 @@ public sealed class LivenessChecker : InvariantChecker
     /// </summary>
     public void Register(long clientId, long virtualTicks, bool expectsProgress = true)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var client = ref CollectionsMarshal.GetValueRefOrAddDefault(_clients, clientId, out _);
             client.RegisteredAtTicks = virtualTicks;
@@ -70,7 +74,7 @@ public sealed class LivenessChecker : InvariantChecker
     /// <summary>The client finished its work: it is no longer expected to progress.</summary>
     public void StopExpecting(long clientId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var client = ref CollectionsMarshal.GetValueRefOrNullRef(_clients, clientId);
             if (!Unsafe.IsNullRef(ref client))
@@ -83,7 +87,7 @@ public sealed class LivenessChecker : InvariantChecker
     /// <summary>The client completed something useful at <paramref name="virtualTicks"/>; an unknown client is registered then.</summary>
     public void OnProgress(long clientId, long virtualTicks)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var client = ref CollectionsMarshal.GetValueRefOrAddDefault(_clients, clientId, out var seen);
             if (!seen)
@@ -106,13 +110,14 @@ public sealed class LivenessChecker : InvariantChecker
     /// <summary>Every fault healed at <paramref name="virtualTicks"/>: every client's window starts again from here.</summary>
     public void FaultsHealedAt(long virtualTicks)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             _healed = true;
             _healedAtTicks = virtualTicks;
 
             // Every client is re-armed below, so the deadlines queued for the previous baseline are dropped.
             _deadlines.Clear();
+            Volatile.Write(ref _earliestDeadlineTicks, long.MaxValue);
             var ids = new List<long>(_clients.Keys);
             ids.Sort();
             foreach (var id in ids)
@@ -125,7 +130,16 @@ public sealed class LivenessChecker : InvariantChecker
     /// <summary>Judges every client whose window ended at or before <paramref name="nowTicks"/>.</summary>
     public void Check(long nowTicks) => Judge(nowTicks, quiescent: false);
 
-    public override void CheckStep() => Judge(Context.NowTicks, quiescent: false);
+    public override void CheckStep()
+    {
+        var nowTicks = Context.NowTicks;
+        if (nowTicks < Volatile.Read(ref _earliestDeadlineTicks))
+        {
+            return;
+        }
+
+        Judge(nowTicks, quiescent: false);
+    }
 
     public override void CheckQuiescent() => Judge(Context.NowTicks, quiescent: true);
 
@@ -141,12 +155,17 @@ public sealed class LivenessChecker : InvariantChecker
         // somewhere in [baseline, last progress]; the earliest possible instant is taken, so this never blames a
         // client that may have been on time.
         client.FirstProgressSinceBaselineTicks = client.ProgressedSinceBaseline ? client.BaselineTicks : 0;
-        _deadlines.Enqueue((clientId, client.ArmVersion), client.BaselineTicks + ProgressWindow.Ticks);
+        var deadline = client.BaselineTicks + ProgressWindow.Ticks;
+        _deadlines.Enqueue((clientId, client.ArmVersion), deadline);
+        if (deadline < _earliestDeadlineTicks)
+        {
+            Volatile.Write(ref _earliestDeadlineTicks, deadline);
+        }
     }
 
     private void Judge(long nowTicks, bool quiescent)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             List<long>? stalled = null;
             while (_deadlines.TryPeek(out var entry, out var deadline) && (quiescent || deadline <= nowTicks))
@@ -171,6 +190,7 @@ public sealed class LivenessChecker : InvariantChecker
                 }
             }
 
+            Volatile.Write(ref _earliestDeadlineTicks, _deadlines.TryPeek(out _, out var earliest) ? earliest : long.MaxValue);
             if (stalled is not null)
             {
                 ReportStalled(stalled, nowTicks, quiescent);

@@ -42,7 +42,7 @@ public sealed class PoolLedgerChecker : InvariantChecker
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 return _pools.Count;
             }
@@ -60,7 +60,7 @@ public sealed class PoolLedgerChecker : InvariantChecker
             throw new ArgumentException($"Pool '{poolName}' is not in checked mode (MessagePoolOptions.CheckedMode); its leaks could not be named.", nameof(pool));
         }
 
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             foreach (var watched in _pools)
             {
@@ -77,7 +77,7 @@ public sealed class PoolLedgerChecker : InvariantChecker
 
     public override void CheckQuiescent()
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             foreach (var watched in _pools)
             {

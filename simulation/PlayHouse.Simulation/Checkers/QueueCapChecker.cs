@@ -34,7 +34,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
     public void Observe(string queueName, int length, int cap)
     {
         ArgumentException.ThrowIfNullOrEmpty(queueName);
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var queue = ref CollectionsMarshal.GetValueRefOrAddDefault(_named, queueName, out _);
             queue.Cap = cap;
@@ -69,7 +69,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
         ArgumentException.ThrowIfNullOrEmpty(nodeId);
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(mailboxCapacityMax);
         ArgumentOutOfRangeException.ThrowIfNegative(internalEntriesAllowance);
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             _mailboxCaps[nodeId] = new MailboxCap(mailboxCapacityMax, internalEntriesAllowance);
         }
@@ -84,7 +84,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
 
     public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var mailbox = ref CollectionsMarshal.GetValueRefOrAddDefault(_mailboxes, (nodeId, stageId), out var seen);
             if (!seen)
@@ -113,7 +113,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
     /// </summary>
     public IReadOnlyList<QueueHighWater> GetHighWaters()
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             var named = new List<QueueHighWater>(_named.Count);
             foreach (var pair in _named)

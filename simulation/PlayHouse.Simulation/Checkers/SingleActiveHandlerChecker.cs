@@ -38,7 +38,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     {
         get
         {
-            lock (_gate)
+            using (Context.Enter(_gate))
             {
                 return _highWater;
             }
@@ -51,7 +51,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     /// <summary>Per-stage high-water marks, ordered by node id (ordinal) then stage id.</summary>
     public IReadOnlyList<StageHandlerHighWater> GetHighWaters()
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             var list = new List<StageHandlerHighWater>(_stages.Count);
             foreach (var pair in _stages)
@@ -70,7 +70,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
 
     public override void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             _entries++;
             ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
@@ -96,7 +96,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
 
     public override void OnHandlerExited(string nodeId, long stageId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
             if (stage.Active == 0)
@@ -131,9 +131,14 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
 
     private void ReportStillActive(string when)
     {
-        lock (_gate)
+        // The total makes the common case one read without the lock; the scan runs only when something is wrong.
+        if (Volatile.Read(ref _activeTotal) == 0)
         {
-            // The total makes the common case one comparison; the scan runs only when something is wrong.
+            return;
+        }
+
+        using (Context.Enter(_gate))
+        {
             if (_activeTotal == 0)
             {
                 return;

@@ -54,7 +54,6 @@ public sealed class SimClient : IDisposable
     private readonly TimeoutTimer _timeoutTimer;
     private ServerFrameDecoder? _decoder;
     private SimConnection? _connection;
-    private byte[] _scratch = new byte[1024];
     private ushort _lastSeq;
     private int _head = -1;
     private int _tail = -1;
@@ -197,13 +196,9 @@ public sealed class SimClient : IDisposable
     private bool Write(string msgId, ushort seq, long stageId, ReadOnlySpan<byte> payload)
     {
         var length = ClientFrameEncoder.GetEncodedLength(msgId, payload.Length);
-        if (_scratch.Length < length)
-        {
-            _scratch = new byte[Math.Max(length, _scratch.Length * 2)];
-        }
-
-        ClientFrameEncoder.Encode(_scratch, msgId, seq, stageId, payload);
-        return _connection!.Send(_scratch.AsSpan(0, length));
+        var scratch = _network.SendScratch(length);
+        ClientFrameEncoder.Encode(scratch, msgId, seq, stageId, payload);
+        return _connection!.Send(scratch.AsSpan(0, length));
     }
 
     private void SendHeartbeat()

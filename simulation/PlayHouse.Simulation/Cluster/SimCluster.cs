@@ -194,7 +194,7 @@ public sealed class SimCluster : IDisposable
         _stageTypes = stageTypes;
         _apiSetups = apiSetups;
         _meshSemantics = meshSemantics;
-        ClientPool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        ClientPool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
     }
 
     public SimWorld World { get; }
@@ -330,7 +330,7 @@ public sealed class SimCluster : IDisposable
         node.Incarnation++;
         node.Executor = new NodeExecutor(World.Executor);
         node.Time = new NodeTimeProvider(World.Time);
-        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
         node.Sessions = new SimSessionStatistics();
         var random = new Xoshiro256StarStar(node.Seed + (ulong)node.Incarnation);
         var seams = new NodeSeams(node.Time, node.Executor, random, node.Pool) { Observer = Observer };

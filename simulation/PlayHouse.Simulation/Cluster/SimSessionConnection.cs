@@ -17,7 +17,6 @@ public sealed class SimSessionConnection : IClientConnection
     private readonly PlayServer _server;
     private readonly ClientFrameDecoder _decoder;
     private readonly SimSessionStatistics _statistics;
-    private byte[] _scratch = new byte[1024];
     private bool _closed;
 
     public SimSessionConnection(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics)
@@ -43,13 +42,9 @@ public sealed class SimSessionConnection : IClientConnection
             }
 
             var length = ServerFrameEncoder.GetEncodedLength(msgId, payload.Length);
-            if (_scratch.Length < length)
-            {
-                _scratch = new byte[Math.Max(length, _scratch.Length * 2)];
-            }
-
-            ServerFrameEncoder.Encode(_scratch, msgId, msgSeq, stageId, errorCode, payload.Span);
-            if (_connection.Send(_scratch.AsSpan(0, length)))
+            var scratch = _connection.Network.SendScratch(length);
+            ServerFrameEncoder.Encode(scratch, msgId, msgSeq, stageId, errorCode, payload.Span);
+            if (_connection.Send(scratch.AsSpan(0, length)))
             {
                 _statistics.FramesSent++;
                 _statistics.SendQueueHighWaterBytes = Math.Max(_statistics.SendQueueHighWaterBytes, _connection.QueuedBytes);

@@ -45,6 +45,9 @@ public sealed class SimConnection
 
     internal SimConnection? Peer { get; set; }
 
+    /// <summary>The network this end belongs to.</summary>
+    internal SimNetwork Network => _network;
+
     /// <summary>What this end has sent and its peer has not yet received.</summary>
     internal StreamDirection Outbound { get; }
 

@@ -65,7 +65,7 @@ public static class SimRunner
                 .WithWorldOptions(new SimWorldOptions { ExploreSchedules = options.ExploreSchedules })
                 .WithObserver(c =>
                 {
-                    checkers = new CheckerSet(c.World.Time, new CheckerSetOptions { LivenessWindow = TimeSpan.FromMilliseconds(options.LivenessWindowMs) }, c.World.Trace);
+                    checkers = new CheckerSet(c.World.Time, new CheckerSetOptions { LivenessWindow = TimeSpan.FromMilliseconds(options.LivenessWindowMs), SingleThreaded = true }, c.World.Trace);
                     return checkers;
                 });
             scenario.Configure(builder, options);
@@ -94,34 +94,45 @@ public static class SimRunner
 
             var limitTicks = TimeSpan.FromMilliseconds(options.VirtualTimeLimitMs).Ticks;
             var sinceCheck = 0;
-            while (!run.IsDone)
+
+            // The world's context stays installed across the loop, so each step need not swap it in and out.
+            var callerContext = SynchronizationContext.Current;
+            SynchronizationContext.SetSynchronizationContext(world.SynchronizationContext);
+            try
             {
-                if (world.NowTicks > limitTicks)
+                while (!run.IsDone)
                 {
-                    timedOut = true;
-                    break;
-                }
-
-                if (!world.Step())
-                {
-                    // Nothing left to happen but the workload is not done: it is stuck.
-                    timedOut = true;
-                    break;
-                }
-
-                if (++sinceCheck >= settings.CheckEveryEvents)
-                {
-                    sinceCheck = 0;
-                    if (!checkers!.CheckStep())
+                    if (world.NowTicks > limitTicks)
                     {
+                        timedOut = true;
                         break;
                     }
-                }
 
-                if (settings.Progress is not null && world.EventsExecuted % settings.ProgressEvents == 0)
-                {
-                    settings.Progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
+                    if (!world.Step())
+                    {
+                        // Nothing left to happen but the workload is not done: it is stuck.
+                        timedOut = true;
+                        break;
+                    }
+
+                    if (++sinceCheck >= settings.CheckEveryEvents)
+                    {
+                        sinceCheck = 0;
+                        if (!checkers!.CheckStep())
+                        {
+                            break;
+                        }
+                    }
+
+                    if (settings.Progress is not null && world.EventsExecuted % settings.ProgressEvents == 0)
+                    {
+                        settings.Progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
+                    }
                 }
+            }
+            finally
+            {
+                SynchronizationContext.SetSynchronizationContext(callerContext);
             }
 
             var workloadEndTicks = world.NowTicks;

@@ -75,12 +75,16 @@ public sealed class MessagePool
     private readonly int _spillCount;
 
     private readonly bool _checkedMode;
+    private readonly bool _singleThreaded;
     private readonly bool _clearOnReturn;
 
     // One flag for the return path's only optional work (ledger, poison or clear), so the common case tests once.
     private readonly bool _returnNeedsWork;
     private readonly GlobalClass[] _global;
-    private readonly Dictionary<long, PooledBuffer>? _ledger;
+    // Checked mode: the outstanding buffers, densely packed; each knows its slot (PooledBuffer.LedgerSlot), so an
+    // entry is added and removed without hashing. Null when not in checked mode.
+    private PooledBuffer?[]? _ledger;
+    private int _ledgerCount;
     private readonly Lock _ledgerGate = new();
     private readonly Lock _localsGate = new();
 
@@ -108,6 +112,7 @@ public sealed class MessagePool
         _refillCount = 1 + (_localCapacity / 2);
         _spillCount = Math.Max(1, _localCapacity / 2);
         _checkedMode = Options.CheckedMode;
+        _singleThreaded = Options.SingleThreaded;
         _clearOnReturn = Options.ClearOnReturn;
         _returnNeedsWork = _checkedMode || _clearOnReturn;
         DisplayName = Options.Name is null ? "(unnamed)" : $"'{Options.Name}'";
@@ -118,7 +123,7 @@ public sealed class MessagePool
             _global[i] = new GlobalClass();
         }
 
-        _ledger = _checkedMode ? [] : null;
+        _ledger = _checkedMode ? new PooledBuffer?[64] : null;
         PreWarm();
     }
 
@@ -298,7 +303,7 @@ public sealed class MessagePool
 
         lock (_ledgerGate)
         {
-            return [.. _ledger.Values.OrderBy(b => b.Id).Select(b => new OutstandingBuffer(b.Id, b.Array.Length, b.Length, b.Owner))];
+            return [.. _ledger.Take(_ledgerCount).Select(b => b!).OrderBy(b => b.Id).Select(b => new OutstandingBuffer(b.Id, b.Array.Length, b.Length, b.Owner))];
         }
     }
 
@@ -333,7 +338,7 @@ public sealed class MessagePool
     /// <summary>Records a move of <paramref name="buffer"/> to <paramref name="newOwner"/>; returns the new generation.</summary>
     internal long NoteMove(PooledBuffer buffer, string newOwner)
     {
-        if (_checkedMode)
+        if (_checkedMode && !_singleThreaded)
         {
             // Under the ledger lock so that GetOutstanding on another thread never sees a half-made move.
             lock (_ledgerGate)
@@ -726,15 +731,35 @@ public sealed class MessagePool
             Array.Clear(buffer.Array);
         }
 
+        if (_singleThreaded)
+        {
+            AddToLedger(buffer, owner);
+            return;
+        }
+
         lock (_ledgerGate)
         {
-            buffer.PreviousOwner = buffer.Owner;
-            buffer.Owner = owner;
-            if (!_ledger!.TryAdd(buffer.Id, buffer))
-            {
-                throw new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id };
-            }
+            AddToLedger(buffer, owner);
         }
+    }
+
+    /// <summary>Lists a rented buffer in the ledger; under the ledger's lock unless the pool is single-threaded.</summary>
+    private void AddToLedger(PooledBuffer buffer, string owner)
+    {
+        buffer.PreviousOwner = buffer.Owner;
+        buffer.Owner = owner;
+        if (buffer.LedgerSlot >= 0)
+        {
+            throw new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id };
+        }
+
+        if (_ledgerCount == _ledger!.Length)
+        {
+            Array.Resize(ref _ledger, _ledger.Length * 2);
+        }
+
+        _ledger[_ledgerCount] = buffer;
+        buffer.LedgerSlot = _ledgerCount++;
     }
 
     /// <summary>The optional part of a return: the ledger and poison in checked mode, or clearing.</summary>
@@ -746,16 +771,37 @@ public sealed class MessagePool
             return;
         }
 
-        lock (_ledgerGate)
+        if (_singleThreaded)
         {
-            if (!_ledger!.Remove(buffer.Id))
+            RemoveFromLedger(buffer);
+        }
+        else
+        {
+            lock (_ledgerGate)
             {
-                throw PoolOwnershipException.NotInLedger(buffer, DisplayName);
+                RemoveFromLedger(buffer);
             }
         }
 
         // Poison so that a reader holding the raw array (a Memory taken before the return) sees 0xDD, not stale data.
         buffer.Array.AsSpan().Fill(MessagePoolOptions.PoisonByte);
+    }
+
+    /// <summary>Takes a returned buffer off the ledger; under the ledger's lock unless the pool is single-threaded.</summary>
+    private void RemoveFromLedger(PooledBuffer buffer)
+    {
+        var slot = buffer.LedgerSlot;
+        if (slot < 0 || !ReferenceEquals(_ledger![slot], buffer))
+        {
+            throw PoolOwnershipException.NotInLedger(buffer, DisplayName);
+        }
+
+        // The last entry fills the hole, so the ledger stays dense.
+        var last = _ledger[--_ledgerCount]!;
+        _ledger[slot] = last;
+        last.LedgerSlot = slot;
+        _ledger[_ledgerCount] = null;
+        buffer.LedgerSlot = -1;
     }
 
     private void PreWarm()

@@ -9,6 +9,12 @@ public sealed record MessagePoolOptions
     /// </summary>
     public bool CheckedMode { get; init; }
 
+    /// <summary>
+    /// Every rent, move and return comes from one thread (the simulation's world), so checked mode keeps its
+    /// ledger without the lock. Never set it for a pool that executors on several threads share.
+    /// </summary>
+    public bool SingleThreaded { get; init; }
+
     /// <summary>Ascending buffer sizes, one per class. Defaults to <see cref="SizeClasses.Default"/>.</summary>
     public IReadOnlyList<int> SizeClassBytes { get; init; } = SizeClasses.Default;
 

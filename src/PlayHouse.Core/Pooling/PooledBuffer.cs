@@ -45,5 +45,8 @@ internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass
     /// <summary>The owner before the current rent; recorded in checked mode only, to name it in re-rent errors.</summary>
     public string? PreviousOwner;
 
+    /// <summary>The buffer's slot in its pool's checked-mode ledger while it is listed there, else -1 (under the ledger's lock).</summary>
+    public int LedgerSlot = -1;
+
     public bool IsRented => (Generation & 1) != 0;
 }

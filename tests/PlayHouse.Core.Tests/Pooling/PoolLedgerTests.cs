@@ -90,4 +90,30 @@ public sealed class PoolLedgerTests
         leaked.Dispose();
         pool.ThrowIfLeaks();
     }
+
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public void Ledger_ManyRentsReturnedOutOfOrder_ListsExactlyTheOutstandingOnesInIdOrder(bool singleThreaded)
+    {
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = singleThreaded });
+        var rented = Enumerable.Range(0, 200).Select(i => pool.Rent(16 + i, $"owner-{i}")).ToArray();
+
+        // Returning from the middle moves the last entry into each hole; what is left must still be listed, once each.
+        for (var i = 0; i < rented.Length; i++)
+        {
+            if (i % 3 != 0)
+            {
+                rented[i].Dispose();
+            }
+        }
+
+        var outstanding = pool.GetOutstanding();
+        var expected = rented.Where((_, i) => i % 3 == 0).OrderBy(p => p.BufferId).ToArray();
+        Assert.Equal(expected.Select(p => p.BufferId), outstanding.Select(b => b.BufferId));
+        Assert.Equal(expected.Select(p => p.Owner), outstanding.Select(b => b.Owner));
+        Array.ForEach(expected, p => p.Dispose());
+        Assert.Empty(pool.GetOutstanding());
+        pool.ThrowIfLeaks();
+    }
 }

@@ -178,4 +178,40 @@ public sealed class CheckerSetTests
         public override void OnDropped(string nodeId, string reason, string? msgId) =>
             Log.Record($"{nodeId} dropped '{msgId}': {reason}");
     }
+
+    [Fact]
+    public void CheckerContext_Enter_TakesTheGateUnlessSingleThreaded()
+    {
+        var gate = new Lock();
+        var shared = new CheckerContext(_clock);
+        var single = new CheckerContext(_clock, singleThreaded: true);
+
+        using (shared.Enter(gate))
+        {
+            Assert.True(gate.IsHeldByCurrentThread);
+        }
+
+        Assert.False(gate.IsHeldByCurrentThread);
+        using (single.Enter(gate))
+        {
+            Assert.False(gate.IsHeldByCurrentThread);
+        }
+    }
+
+    [Fact]
+    public void CheckerSet_SingleThreaded_StillReportsEveryKindOfViolation()
+    {
+        var set = new CheckerSet(_clock, new CheckerSetOptions { SingleThreaded = true });
+        set.OnHandlerEntered("play-1", 1, StageWorkKind.ClientMessage, "Echo");
+        set.OnHandlerEntered("play-1", 1, StageWorkKind.ClientMessage, "Echo");
+        set.Fifo.OnDelivered("play-1", 4, 9, 3);
+        set.Fifo.OnDelivered("play-1", 4, 9, 2);
+        set.Requests.OnClientRequestSent(3, 1, 11);
+        set.Requests.OnClientRequestCompleted(3, 1, 11);
+        set.Requests.OnClientRequestCompleted(3, 1, 11);
+
+        Assert.False(set.CheckStep());
+        Assert.True(set.Context.SingleThreaded);
+        Assert.Equal(["FifoPerSender", "SingleActiveHandler", "ExactlyOnceRequest"], set.Verdicts.Where(v => !v.Passed).Select(v => v.CheckerName));
+    }
 }

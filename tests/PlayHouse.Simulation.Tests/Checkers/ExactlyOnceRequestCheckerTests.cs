@@ -201,4 +201,64 @@ public sealed class ExactlyOnceRequestCheckerTests
         Assert.Equal(4, checker.ClientCompletedCount);
         Assert.Equal(0, checker.ClientOutstandingCount);
     }
+
+    [Fact]
+    public void ExactlyOnce_ManyClientRequestsCompleted_HoldsOnlyTheOutstandingOnes()
+    {
+        var checker = new ExactlyOnceRequestChecker(_clock);
+        checker.OnClientRequestSent(3, 1, 1);
+        for (long key = 2; key <= 10_000; key++)
+        {
+            checker.OnClientRequestSent(3, key, key);
+            checker.OnClientRequestCompleted(3, key, key);
+        }
+
+        // Key 1 is still open, so everything after it waits above the watermark; its completion folds them all in.
+        Assert.Equal(10_000, checker.ClientHeldCount);
+        checker.OnClientRequestCompleted(3, 1, 1);
+
+        Assert.Equal(0, checker.ClientHeldCount);
+        Assert.False(checker.HasViolations);
+    }
+
+    [Fact]
+    public void ExactlyOnce_SecondCompletionOfALongCompactedClientRequest_IsStillReported()
+    {
+        var checker = new ExactlyOnceRequestChecker(_clock);
+        for (long key = 1; key <= 100; key++)
+        {
+            checker.OnClientRequestSent(3, key, key * 10);
+            checker.OnClientRequestCompleted(3, key, key * 10);
+        }
+
+        checker.OnClientRequestCompleted(3, 5, 50);
+        checker.OnClientRequestFailed(3, 99, ErrorCodes.RequestTimeout);
+        checker.OnClientRequestCompleted(3, 101, 1010);
+
+        Assert.Equal(3, checker.ViolationCount);
+        Assert.Equal("client 3: request key 5 completed a second time (reply nonce 50); it had completed before", checker.Violations[0].Message);
+        Assert.Equal($"client 3: request key 99 (nonce 990) completed a second time (error {ErrorCodes.RequestTimeout}); it had completed with reply nonce 990", checker.Violations[1].Message);
+        Assert.Equal("client 3: request key 101 completed (reply nonce 1010) but was never sent", checker.Violations[2].Message);
+        Assert.Equal(100, checker.ClientCompletedCount);
+    }
+
+    [Fact]
+    public void ExactlyOnce_ReusedKeyBelowTheWatermark_IsTrackedAgainUntilItCompletes()
+    {
+        var checker = new ExactlyOnceRequestChecker(_clock);
+        checker.OnClientRequestSent(3, 1, 11);
+        checker.OnClientRequestCompleted(3, 1, 11);
+        checker.OnClientRequestSent(3, 1, 12);
+
+        Assert.Equal(1, checker.ClientOutstandingCount);
+        checker.OnClientRequestCompleted(3, 1, 13);
+        checker.OnClientRequestCompleted(3, 1, 12);
+        checker.OnClientRequestSent(3, 2, 21);
+        checker.CheckQuiescent();
+
+        Assert.Equal(3, checker.ViolationCount);
+        Assert.Equal("client 3: request key 1 (nonce 12) completed with the reply to nonce 13 (mis-paired reply)", checker.Violations[0].Message);
+        Assert.Equal("client 3: request key 1 (nonce 12) completed a second time (reply nonce 12); it had completed with reply nonce 13", checker.Violations[1].Message);
+        Assert.StartsWith("client 3: request key 2 (nonce 21", checker.Violations[2].Message, StringComparison.Ordinal);
+    }
 }
