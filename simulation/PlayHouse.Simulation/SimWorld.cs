@@ -99,12 +99,34 @@ public sealed class SimWorld
             return;
         }
 
-        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item), NowTicks);
+        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item, 0), NowTicks);
         if (_queue.Count > PendingEventHighWater)
         {
             PendingEventHighWater = _queue.Count;
         }
     }
+
+    /// <summary>
+    /// Queues <paramref name="item"/> with a <paramref name="tag"/> it reads back from <see cref="CurrentEventTag"/> when
+    /// it runs, so an owner that re-arms one event object (a stream direction's pump) needs no object per arming to
+    /// tell a live event from a stale one.
+    /// </summary>
+    internal void ScheduleTaggedAt(long atTicks, IThreadPoolWorkItem item, long tag)
+    {
+        if (!CheckThread("schedule work"))
+        {
+            return;
+        }
+
+        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item, tag), NowTicks);
+        if (_queue.Count > PendingEventHighWater)
+        {
+            PendingEventHighWater = _queue.Count;
+        }
+    }
+
+    /// <summary>The tag of the event running now (see <see cref="ScheduleTaggedAt"/>); 0 for an untagged one.</summary>
+    internal long CurrentEventTag { get; private set; }
 
     /// <summary>Queues a work item after a virtual delay.</summary>
     public void ScheduleAfter(TimeSpan delay, IThreadPoolWorkItem item) => ScheduleAt(NowTicks + Math.Max(0, delay.Ticks), item);
@@ -119,6 +141,7 @@ public sealed class SimWorld
 
         var item = entry.Item;
         NowTicks = entry.TimeTicks;
+        CurrentEventTag = entry.Tag;
         EventsExecuted++;
         if (EventsExecuted > Options.EventsMax)
         {
@@ -231,8 +254,8 @@ public sealed class SimWorld
         return true;
     }
 
-    /// <summary>One queued event: its instant, its sequence (unique, so the order is total) and the work.</summary>
-    private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item)
+    /// <summary>One queued event: its instant, its sequence (unique, so the order is total), the work and its tag.</summary>
+    private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item, long Tag)
     {
         public bool RunsBefore(in EventEntry other) => TimeTicks != other.TimeTicks ? TimeTicks < other.TimeTicks : Sequence < other.Sequence;
     }

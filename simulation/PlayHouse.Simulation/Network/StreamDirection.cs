@@ -59,7 +59,7 @@ internal readonly record struct StreamSegment(SegmentKind Kind, Payload Data, lo
 /// world does with events that share an instant, and a hold on the path holds everything behind the head.
 /// </summary>
 /// <remarks>Not thread-safe; owned by <see cref="SimNetwork"/> on the simulation thread.</remarks>
-internal sealed class StreamDirection(SimConnection sender, PathState path)
+internal sealed class StreamDirection(SimConnection sender, PathState path) : IThreadPoolWorkItem
 {
     public SimConnection Sender { get; } = sender;
 
@@ -91,6 +91,9 @@ internal sealed class StreamDirection(SimConnection sender, PathState path)
     public bool PumpArmed { get; set; }
 
     public long PumpAtTicks { get; set; }
+
+    /// <summary>The direction's pump event: armed by the network, tagged with <see cref="PumpGeneration"/>.</summary>
+    public void Execute() => Sender.Network.RunPump(this);
 
     public long DueTicks(in StreamSegment segment) => Math.Max(segment.ReadyTicks, ReleaseFloorTicks);
 
