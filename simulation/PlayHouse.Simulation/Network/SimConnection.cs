@@ -26,6 +26,8 @@ public sealed class SimConnection
     private StreamDataHandler? _received;
     private Action<string>? _closed;
     private IStreamReceiver? _receiver;
+    private SimConnection? _peer;
+    private bool _closedNotified;
 
     internal SimConnection(SimNetwork network, long connectionId, string localEndpoint, string remoteEndpoint, PathState outboundPath)
     {
@@ -46,7 +48,11 @@ public sealed class SimConnection
     public bool IsOpen { get; private set; } = true;
 
     /// <summary>Bytes sent from this end and not yet delivered (the send queue the path's cap applies to).</summary>
-    public int QueuedBytes { get; internal set; }
+    public int QueuedBytes
+    {
+        get => Outbound.QueuedBytes;
+        internal set => Outbound.QueuedBytes = value;
+    }
 
     /// <summary>The reason this end closed, once it has.</summary>
     public string? CloseReason { get; private set; }
@@ -73,7 +79,16 @@ public sealed class SimConnection
         }
     }
 
-    internal SimConnection? Peer { get; set; }
+    internal SimConnection? Peer
+    {
+        get => _peer;
+        set
+        {
+            _peer = value;
+            Outbound.Target = value;
+            Outbound.TargetClosedNotified = value is { IsClosedNotified: true };
+        }
+    }
 
     /// <summary>The network this end belongs to.</summary>
     internal SimNetwork Network => _network;
@@ -84,7 +99,20 @@ public sealed class SimConnection
     internal bool IsAccepted { get; set; }
 
     /// <summary>True once this end closed locally or heard the close or reset it will ever hear.</summary>
-    internal bool IsClosedNotified { get; private set; }
+    internal bool IsClosedNotified
+    {
+        get => _closedNotified;
+        private set
+        {
+            _closedNotified = value;
+
+            // The peer's direction towards this end keeps a copy, so a send need not touch this (cold) end.
+            if (_peer is not null)
+            {
+                _peer.Outbound.TargetClosedNotified = value;
+            }
+        }
+    }
 
     /// <summary>True once nothing more can happen to this end: it closed, heard the close, or has a reset on its way.</summary>
     internal bool IsFinished => IsClosedNotified || _closeScheduled;

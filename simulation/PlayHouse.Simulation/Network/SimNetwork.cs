@@ -281,10 +281,9 @@ public sealed class SimNetwork
 
     internal bool StreamSend(SimConnection from, ReadOnlySpan<byte> bytes)
     {
-        var to = from.Peer!;
         var direction = from.Outbound;
         var path = direction.Path;
-        if (from.QueuedBytes + bytes.Length > path.Options.QueueCapacityBytes)
+        if (direction.QueuedBytes + bytes.Length > path.Options.QueueCapacityBytes)
         {
             Counters.StreamSendsRefused++;
             Trace("net.refuse", from.ConnectionId, bytes.Length, null);
@@ -293,7 +292,7 @@ public sealed class SimNetwork
 
         Counters.StreamSegmentsSent++;
         Counters.StreamBytesSent += bytes.Length;
-        if (to.IsClosedNotified)
+        if (direction.TargetClosedNotified)
         {
             // The peer closed and this end has not heard yet: the bytes leave, and nobody will ever read them.
             CountDiscarded(from, bytes.Length, endsSend: true);
@@ -317,7 +316,7 @@ public sealed class SimNetwork
             Trace("net.retransmit", from.ConnectionId, bytes.Length, null);
         }
 
-        from.QueuedBytes += bytes.Length;
+        direction.QueuedBytes += bytes.Length;
         Trace("net.send", from.ConnectionId, bytes.Length, null);
 
         var chunks = bytes.Length > 1 && path.Options.SplitProbability > 0 && _random.NextBool(path.Options.SplitProbability) ? 2 + _random.NextInt(2) : 1;
@@ -511,8 +510,7 @@ public sealed class SimNetwork
         }
 
         direction.TryDequeue(out _);
-        var sender = direction.Sender;
-        var target = sender.Peer!;
+        var target = direction.Target!;
         Assert(!target.IsClosedNotified, "a segment was due towards an end that had closed; closing should have discarded it");
         switch (head.Kind)
         {
@@ -520,7 +518,7 @@ public sealed class SimNetwork
                 Accept(target);
                 break;
             case SegmentKind.Data:
-                DeliverData(sender, target, head);
+                DeliverData(direction, target, head);
                 break;
             case SegmentKind.Close:
                 Trace("net.closed", target.ConnectionId, 0, head.Reason);
@@ -552,11 +550,11 @@ public sealed class SimNetwork
         }
     }
 
-    private void DeliverData(SimConnection sender, SimConnection target, StreamSegment segment)
+    private void DeliverData(StreamDirection direction, SimConnection target, StreamSegment segment)
     {
         var length = segment.Data.Length;
-        sender.QueuedBytes -= length;
-        Assert(sender.QueuedBytes >= 0, "a send queue went negative");
+        direction.QueuedBytes -= length;
+        Assert(direction.QueuedBytes >= 0, "a send queue went negative");
         Counters.StreamBytesDelivered += length;
         if (segment.EndsSend)
         {
