@@ -42,7 +42,7 @@ public sealed class SimClientStatistics
 /// still pending is never reused, and a reply that arrives after its timeout is counted, not mistaken for a push.
 /// </summary>
 /// <remarks>Not thread-safe; runs on the simulation thread. Pending requests are capped by <see cref="InFlightMax"/>.</remarks>
-public sealed class SimClient : IDisposable
+public sealed class SimClient : IDisposable, IStreamReceiver
 {
     private readonly SimNetwork _network;
     private readonly SimWorld _world;
@@ -114,8 +114,7 @@ public sealed class SimClient : IDisposable
         _decoder = new ServerFrameDecoder(_pool, _msgIds, new FrameDecoderOptions { PayloadOwner = "client-receive" });
         var connection = _network.Connect(Endpoint, serverEndpoint);
         _connection = connection;
-        connection.Received = data => OnData(connection, data);
-        connection.Closed = reason => OnClosed(connection, reason);
+        connection.SetReceiver(this);
     }
 
     /// <summary>Sends a heartbeat every <paramref name="interval"/> while connected.</summary>
@@ -180,6 +179,10 @@ public sealed class SimClient : IDisposable
         _decoder?.Dispose();
         _decoder = null;
     }
+
+    void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data) => OnData(connection, data);
+
+    void IStreamReceiver.OnStreamClosed(SimConnection connection, string reason) => OnClosed(connection, reason);
 
     private ushort NextSeq()
     {

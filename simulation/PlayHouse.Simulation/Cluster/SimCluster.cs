@@ -190,7 +190,9 @@ public sealed class SimCluster : IDisposable
     {
         World = world;
         Network = network;
-        _serverOptions = serverOptions;
+        // Every node of the cluster runs on the world's one thread (work from any other thread is an escape that
+        // fails the run), so the nodes skip their internal locks.
+        _serverOptions = serverOptions with { SingleThreaded = true };
         _stageTypes = stageTypes;
         _apiSetups = apiSetups;
         _meshSemantics = meshSemantics;

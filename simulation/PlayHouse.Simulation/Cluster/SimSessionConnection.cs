@@ -11,7 +11,7 @@ namespace PlayHouse.Simulation.Cluster;
 /// A malformed frame closes the session with the decoder's reason; the send queue's cap is the network path's.
 /// </summary>
 /// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
-public sealed class SimSessionConnection : IClientConnection
+public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
 {
     private readonly SimConnection _connection;
     private readonly PlayServer _server;
@@ -26,8 +26,7 @@ public sealed class SimSessionConnection : IClientConnection
         _statistics = statistics;
         _decoder = new ClientFrameDecoder(server.Pool, msgIds, new FrameDecoderOptions { PayloadOwner = "session-receive" });
         SessionId = server.Connect(this);
-        connection.Received = OnData;
-        connection.Closed = OnClosed;
+        connection.SetReceiver(this);
     }
 
     public long SessionId { get; }
@@ -72,6 +71,10 @@ public sealed class SimSessionConnection : IClientConnection
         _connection.Close(reason);
         Finish();
     }
+
+    void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data) => OnData(data);
+
+    void IStreamReceiver.OnStreamClosed(SimConnection connection, string reason) => OnClosed(reason);
 
     private void OnData(ReadOnlySpan<byte> data)
     {

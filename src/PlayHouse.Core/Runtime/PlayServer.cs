@@ -14,9 +14,9 @@ public sealed class PlayServer : ServerNode
     public const string HeartbeatMsgId = "@Heart@Beat@";
 
     private readonly Dictionary<string, StageRegistration> _stageTypes = new(StringComparer.Ordinal);
-    private readonly Lock _stagesGate = new();
+    private readonly Lock? _stagesGate;
     private readonly Dictionary<long, StageHost> _stages = [];
-    private readonly Lock _sessionsGate = new();
+    private readonly Lock? _sessionsGate;
     private readonly Dictionary<long, ClientSession> _sessions = [];
     private long _nextSessionId;
     private long _nextActorInstance;
@@ -25,13 +25,15 @@ public sealed class PlayServer : ServerNode
     public PlayServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
         : base(nodeId, seams, options)
     {
+        _stagesGate = NodeLock.Create(Options);
+        _sessionsGate = NodeLock.Create(Options);
     }
 
     public int StageCount
     {
         get
         {
-            lock (_stagesGate)
+            using (NodeLock.Enter(_stagesGate))
             {
                 return _stages.Count;
             }
@@ -42,7 +44,7 @@ public sealed class PlayServer : ServerNode
     {
         get
         {
-            lock (_sessionsGate)
+            using (NodeLock.Enter(_sessionsGate))
             {
                 return _sessions.Count;
             }
@@ -55,7 +57,7 @@ public sealed class PlayServer : ServerNode
         ArgumentException.ThrowIfNullOrEmpty(stageType);
         ArgumentNullException.ThrowIfNull(stageFactory);
         ArgumentNullException.ThrowIfNull(actorFactory);
-        lock (_stagesGate)
+        using (NodeLock.Enter(_stagesGate))
         {
             if (!_stageTypes.TryAdd(stageType, new StageRegistration(stageType, stageFactory, actorFactory)))
             {
@@ -68,7 +70,7 @@ public sealed class PlayServer : ServerNode
 
     public bool HasStage(long stageId)
     {
-        lock (_stagesGate)
+        using (NodeLock.Enter(_stagesGate))
         {
             return _stages.ContainsKey(stageId);
         }
@@ -77,7 +79,7 @@ public sealed class PlayServer : ServerNode
     /// <summary>Mailbox statistics of every live stage, in stage id order.</summary>
     public IReadOnlyList<StageStatistics> GetStageStatistics()
     {
-        lock (_stagesGate)
+        using (NodeLock.Enter(_stagesGate))
         {
             return [.. _stages.Values.OrderBy(s => s.StageId).Select(s => new StageStatistics(s.StageId, s.StageType, s.MailboxLength, s.MailboxHighWater, s.Actors.Count))];
         }
@@ -91,7 +93,7 @@ public sealed class PlayServer : ServerNode
     public bool CloseStage(long stageId)
     {
         StageHost? stage;
-        lock (_stagesGate)
+        using (NodeLock.Enter(_stagesGate))
         {
             _stages.TryGetValue(stageId, out stage);
         }
@@ -111,7 +113,7 @@ public sealed class PlayServer : ServerNode
     public long Connect(IClientConnection connection)
     {
         ArgumentNullException.ThrowIfNull(connection);
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             var id = ++_nextSessionId;
             _sessions.Add(id, new ClientSession(this, id, connection));
@@ -124,7 +126,7 @@ public sealed class PlayServer : ServerNode
     {
         ClientSession? session;
         SessionState state;
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             _sessions.TryGetValue(sessionId, out session);
             state = session?.State ?? SessionState.Closed;
@@ -215,7 +217,7 @@ public sealed class PlayServer : ServerNode
     {
         ClientSession? session;
         ActorHost? actor;
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             if (!_sessions.Remove(sessionId, out session))
             {
@@ -232,7 +234,7 @@ public sealed class PlayServer : ServerNode
 
     private void CloseSession(ClientSession session, string reason)
     {
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             _sessions.Remove(session.SessionId);
             session.State = SessionState.Closed;
@@ -253,7 +255,7 @@ public sealed class PlayServer : ServerNode
 
     private void BeginJoin(ClientSession session, string msgId, ushort msgSeq, long stageId, Payload payload)
     {
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             session.State = SessionState.Authenticating;
         }
@@ -295,7 +297,7 @@ public sealed class PlayServer : ServerNode
         errorCode = ErrorCodes.Success;
         if (Options.DefaultStageType is null)
         {
-            lock (_stagesGate)
+            using (NodeLock.Enter(_stagesGate))
             {
                 if (_stages.TryGetValue(stageId, out var found))
                 {
@@ -320,7 +322,7 @@ public sealed class PlayServer : ServerNode
     {
         created = false;
         errorCode = ErrorCodes.Success;
-        lock (_stagesGate)
+        using (NodeLock.Enter(_stagesGate))
         {
             if (_stages.TryGetValue(stageId, out var existing))
             {
@@ -355,7 +357,7 @@ public sealed class PlayServer : ServerNode
 
     internal void RemoveStage(StageHost stage)
     {
-        lock (_stagesGate)
+        using (NodeLock.Enter(_stagesGate))
         {
             if (_stages.TryGetValue(stage.StageId, out var current) && ReferenceEquals(current, stage))
             {
@@ -370,7 +372,7 @@ public sealed class PlayServer : ServerNode
     internal bool CompleteJoin(ClientSession session, ActorHost actor)
     {
         ClientSession? replaced = null;
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             if (session.State == SessionState.Closed)
             {
@@ -399,7 +401,7 @@ public sealed class PlayServer : ServerNode
 
     internal void OnJoinFailed(ClientSession session)
     {
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             if (session.State == SessionState.Authenticating)
             {
@@ -410,7 +412,7 @@ public sealed class PlayServer : ServerNode
 
     internal void UnbindActor(ActorHost actor)
     {
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             var session = actor.Session;
             if (session is not null && ReferenceEquals(session.Actor, actor))
@@ -424,7 +426,7 @@ public sealed class PlayServer : ServerNode
     internal override void SendToSession(long sessionId, string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
     {
         ClientSession? session;
-        lock (_sessionsGate)
+        using (NodeLock.Enter(_sessionsGate))
         {
             _sessions.TryGetValue(sessionId, out session);
         }
@@ -451,7 +453,7 @@ public sealed class PlayServer : ServerNode
         }
 
         StageHost? stage;
-        lock (_stagesGate)
+        using (NodeLock.Enter(_stagesGate))
         {
             _stages.TryGetValue(message.StageId, out stage);
         }

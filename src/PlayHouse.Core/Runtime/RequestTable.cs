@@ -26,7 +26,7 @@ internal sealed class PendingRequest
 internal sealed class RequestTable : IDisposable
 {
     private readonly ServerNode _node;
-    private readonly Lock _gate = new();
+    private readonly Lock? _gate;
     private readonly Dictionary<ulong, PendingRequest> _pending = [];
 
     // A min-heap on (deadline, seq) with each entry's index stored in the entry, so a reply removes its
@@ -40,6 +40,7 @@ internal sealed class RequestTable : IDisposable
     public RequestTable(ServerNode node)
     {
         _node = node;
+        _gate = NodeLock.Create(node.Options);
         _recent = new RecentCompletions(node.Options.RecentCompletionsMax);
         _timer = node.Time.CreateTimer(static s => ((RequestTable)s!).OnTimer(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
     }
@@ -48,7 +49,7 @@ internal sealed class RequestTable : IDisposable
     {
         get
         {
-            lock (_gate)
+            using (NodeLock.Enter(_gate))
             {
                 return _pending.Count;
             }
@@ -61,7 +62,7 @@ internal sealed class RequestTable : IDisposable
         var now = _node.Time.GetTimestamp();
         request.DeadlineTimestamp = now + ToTimestampDelta(timeout);
         var rearm = false;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             if (_pending.Count >= _node.Options.PendingRequestsMax)
             {
@@ -90,7 +91,7 @@ internal sealed class RequestTable : IDisposable
     public void CompleteWithReply(in MeshMessage reply)
     {
         PendingRequest? request;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             if (_pending.TryGetValue(reply.MsgSeq, out request))
             {
@@ -136,7 +137,7 @@ internal sealed class RequestTable : IDisposable
     /// <summary>Completes a registered request with an error before any reply (the send failed).</summary>
     public void FailFast(PendingRequest request, ushort errorCode)
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             if (!_pending.ContainsKey(request.MsgSeq))
             {
@@ -154,7 +155,7 @@ internal sealed class RequestTable : IDisposable
     public void FailAll(ushort errorCode)
     {
         List<PendingRequest> all;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             all = [.. _pending.Values.OrderBy(r => r.MsgSeq)];
             foreach (var request in all)
@@ -197,7 +198,7 @@ internal sealed class RequestTable : IDisposable
         var now = _node.Time.GetTimestamp();
         List<PendingRequest>? expired = null;
         long next;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             while (_deadlines.Count > 0 && _deadlines[0].DeadlineTimestamp <= now)
             {

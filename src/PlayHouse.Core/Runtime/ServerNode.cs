@@ -17,7 +17,7 @@ public sealed record NodeSeams(TimeProvider Time, IExecutor Executor, IRandomSou
 /// <remarks>Thread-safe.</remarks>
 public abstract class ServerNode : IMeshEndpoint, IDisposable
 {
-    private readonly Lock _inboundGate = new();
+    private readonly Lock? _inboundGate;
 
     // The exactly-once ledger: open inbound request ids with the timestamp at which each expires. Ids are
     // consecutive, so ids below _oldestOpenInboundId are known closed (answered or expired).
@@ -41,6 +41,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         Observer = seams.Observer;
         Options = options ?? new ServerOptions();
         Options.Validate();
+        _inboundGate = NodeLock.Create(Options);
         OffStageContext = new ExecutorSynchronizationContext(Executor);
         Requests = new RequestTable(this);
         _expiredInbound = new RecentIds(Options.RecentCompletionsMax);
@@ -78,7 +79,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         get
         {
             var now = Time.GetTimestamp();
-            lock (_inboundGate)
+            using (NodeLock.Enter(_inboundGate))
             {
                 ExpireInbound(now, scanAll: true);
                 return _openInbound.Count;
@@ -191,7 +192,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     {
         var now = Time.GetTimestamp();
         var deadline = now + (long)((decimal)timeout.Ticks * Time.TimestampFrequency / TimeSpan.TicksPerSecond);
-        lock (_inboundGate)
+        using (NodeLock.Enter(_inboundGate))
         {
             ExpireInbound(now, scanAll: false);
             if (_openInbound.Count >= Options.UnansweredRequestsMax)
@@ -322,7 +323,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
 
         var now = Time.GetTimestamp();
-        lock (_inboundGate)
+        using (NodeLock.Enter(_inboundGate))
         {
             if (_openInbound.Remove(token.InboundId, out var deadline))
             {

@@ -44,6 +44,13 @@ public sealed record ServerOptions
     /// ids remembered to tell a reply after expiry from a second reply.</summary>
     public int RecentCompletionsMax { get; init; } = 4096;
 
+    /// <summary>
+    /// Every call into the node, its stages and its sessions comes from one thread, so the node skips its internal
+    /// locks. Only a host that guarantees this may set it: the deterministic simulation, which runs everything on its
+    /// one thread. Real servers (ThreadPool executor, socket transports) must leave it off.
+    /// </summary>
+    public bool SingleThreaded { get; init; }
+
     public void Validate()
     {
         Require(MailboxCapacityMax > 0, nameof(MailboxCapacityMax));

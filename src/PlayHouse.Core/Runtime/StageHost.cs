@@ -15,7 +15,7 @@ namespace PlayHouse.Core.Runtime;
 internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 {
     private readonly PlayServer _server;
-    private readonly Lock _gate = new();
+    private readonly Lock? _gate;
     private readonly Queue<StageMessage> _mailbox = new();
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
@@ -47,6 +47,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     public StageHost(PlayServer server, StageRegistration registration, long stageId)
     {
         _server = server;
+        _gate = NodeLock.Create(server.Options);
         _registration = registration;
         StageId = stageId;
         StageType = registration.StageType;
@@ -84,7 +85,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     {
         get
         {
-            lock (_gate)
+            using (NodeLock.Enter(_gate))
             {
                 return _mailbox.Count;
             }
@@ -95,7 +96,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     {
         get
         {
-            lock (_gate)
+            using (NodeLock.Enter(_gate))
             {
                 return _state == StageState.Closed;
             }
@@ -118,7 +119,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     {
         bool schedule;
         int length;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             if (_state == StageState.Closed)
             {
@@ -159,7 +160,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     public void PostContinuation(SendOrPostCallback callback, object? state)
     {
         bool schedule;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _continuations.Enqueue((callback, state));
             schedule = !_scheduled;
@@ -181,7 +182,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// </summary>
     public bool IsInCycleWith(in MeshMessage request)
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             if (!_handlerInProgress || _awaitedRequests.Count == 0)
             {
@@ -256,7 +257,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     internal void NoteAwaiting(PendingRequest request)
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _awaitedRequests.Add(request);
         }
@@ -269,7 +270,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             return;
         }
 
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _awaitedRequests.Remove(request);
         }
@@ -297,7 +298,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 var hasContinuation = false;
                 var hasMessage = false;
                 StageMessage message = default;
-                lock (_gate)
+                using (NodeLock.Enter(_gate))
                 {
                     if (_continuations.Count > 0)
                     {
@@ -400,7 +401,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             return;
         }
 
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _suspended = true;
         }
@@ -420,7 +421,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         var task = _currentTask;
         _current = default;
         _currentTask = default;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _suspended = false;
         }
@@ -443,7 +444,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
         }
 
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _handlerInProgress = false;
         }
@@ -536,7 +537,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             return;
         }
 
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _state = StageState.Running;
         }
@@ -729,7 +730,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private void CloseNow(ushort errorCode)
     {
         List<StageMessage> orphans;
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _state = StageState.Closed;
             orphans = [.. _mailbox];
@@ -829,7 +830,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// <summary>Posts the destroy step once; callable from any thread.</summary>
     internal void RequestClose()
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             if (_closeRequested)
             {
@@ -882,7 +883,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// <summary>Posts a timer tick unless the timer already has the maximum of ticks waiting (then it is coalesced and counted).</summary>
     internal void PostTick(StageWorkKind kind, ITickSource source)
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             if (_state == StageState.Closed || !source.IsActive)
             {
@@ -903,7 +904,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     private void RunTimer(StageTimer timer)
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             timer.PendingTicks--;
         }
@@ -944,7 +945,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     private void RunGameLoop(GameLoop loop)
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             loop.PendingTicks--;
         }

@@ -25,6 +25,31 @@ public sealed class RequestReplyTests
     }
 
     [Fact]
+    public void SingleThreadedNode_StageToStageRequestAndTimeout_BehaveAsWithLocks()
+    {
+        // A single-threaded node (the simulation's) skips its locks; on one thread it must do exactly what a locked one does.
+        Assert.False(new ServerOptions().SingleThreaded);
+        using var h = new RuntimeHarness(new ServerOptions { DefaultStageType = RuntimeHarness.StageType, SingleThreaded = true });
+        h.CreateStage(1);
+        h.CreateStage(2);
+        var ping = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Ping", h.Bytes(7));
+        h.Pump();
+        using (var response = RuntimeHarness.Completed(ping))
+        {
+            Assert.Equal(ErrorCodes.Success, response.ErrorCode);
+            Assert.Equal([7], response.Payload.Span.ToArray());
+        }
+
+        h.Stages[2].OnServer = (_, _) => ValueTask.CompletedTask;
+        var silent = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Silent", Payload.Empty, Timeout);
+        h.Advance(Timeout);
+        Assert.Equal(ErrorCodes.RequestTimeout, RuntimeHarness.Completed(silent).ErrorCode);
+        Assert.Equal(["Ping", "Silent"], h.Stages[2].Dispatched);
+        Assert.Equal(0, h.Play.PendingRequestCount);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void RequestWithoutReply_TimesOutExactlyOnceAtItsDeadline()
     {
         using var h = new RuntimeHarness();

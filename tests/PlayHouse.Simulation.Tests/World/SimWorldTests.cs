@@ -1,3 +1,5 @@
+using PlayHouse.Core.Seams;
+
 namespace PlayHouse.Simulation.Tests.World;
 
 public sealed class SimWorldTests
@@ -73,6 +75,44 @@ public sealed class SimWorldTests
 
         Assert.Equal([TimeSpan.FromSeconds(3).Ticks, TimeSpan.FromSeconds(5).Ticks, TimeSpan.FromSeconds(7).Ticks], fired);
         Assert.Equal(TimeSpan.FromSeconds(8).Ticks, world.NowTicks);
+    }
+
+    [Fact]
+    public void EventsNearAndFarInTime_RunInTimeThenScheduleOrder_WhateverTheirMix()
+    {
+        // Events more than the queue's near horizon ahead wait apart from the near ones; scheduling from inside
+        // events at mixed distances checks the two are merged by (time, sequence) exactly like one queue.
+        var world = new SimWorld(5);
+        var random = world.CreateRandom();
+        var ran = new List<(long TimeTicks, int Id)>();
+        var scheduled = new List<(long TimeTicks, long Sequence, int Id)>();
+        var sequence = 0L;
+        var nextId = 0;
+
+        void Schedule(long atTicks)
+        {
+            var id = nextId++;
+            scheduled.Add((Math.Max(atTicks, world.NowTicks), ++sequence, id));
+            world.ScheduleAt(atTicks, new Work(() =>
+            {
+                ran.Add((world.NowTicks, id));
+                if (nextId < 2_000)
+                {
+                    // Up to 400 ms ahead, some at this very instant, so near, far and equal instants all mix.
+                    var ahead = random.NextInt(4) == 0 ? 0 : random.NextLong(0, 400 * TimeSpan.TicksPerMillisecond);
+                    Schedule(world.NowTicks + ahead);
+                    Schedule(world.NowTicks + (ahead / 2));
+                }
+            }));
+        }
+
+        Schedule(0);
+        Schedule(TimeSpan.TicksPerSecond);
+        world.RunUntilQuiet();
+
+        var expected = scheduled.OrderBy(e => e.TimeTicks).ThenBy(e => e.Sequence).Select(e => (e.TimeTicks, e.Id)).ToList();
+        Assert.True(ran.Count > 1_000, $"only {ran.Count} events ran");
+        Assert.Equal(expected, ran);
     }
 
     [Fact]
