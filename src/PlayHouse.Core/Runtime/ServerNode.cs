@@ -41,6 +41,12 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         Observer = seams.Observer;
         Options = options ?? new ServerOptions();
         Options.Validate();
+        if (Options.SingleThreaded && Executor is ThreadPoolExecutor)
+        {
+            // Skipping the locks on the ThreadPool would race silently; refuse the combination where it is made.
+            throw new ArgumentException($"Node {nodeId}: ServerOptions.SingleThreaded needs a single-threaded executor, not the ThreadPool executor.", nameof(options));
+        }
+
         _inboundGate = NodeLock.Create(Options);
         OffStageContext = new ExecutorSynchronizationContext(Executor);
         Requests = new RequestTable(this);

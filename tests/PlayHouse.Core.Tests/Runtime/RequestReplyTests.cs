@@ -1,5 +1,6 @@
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Core.Tests.Runtime;
 
@@ -47,6 +48,17 @@ public sealed class RequestReplyTests
         Assert.Equal(["Ping", "Silent"], h.Stages[2].Dispatched);
         Assert.Equal(0, h.Play.PendingRequestCount);
         h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void SingleThreadedNode_OnTheThreadPoolExecutor_IsRefusedAtConstruction()
+    {
+        var seams = new NodeSeams(new ManualTimeProvider(), ThreadPoolExecutor.Instance, new Xoshiro256StarStar(1), new MessagePool());
+
+        var error = Assert.Throws<ArgumentException>(() => new PlayServer("play-1", seams, new ServerOptions { SingleThreaded = true }));
+
+        Assert.Contains("SingleThreaded needs a single-threaded executor", error.Message, StringComparison.Ordinal);
+        Assert.Equal("options", error.ParamName);
     }
 
     [Fact]
