@@ -180,7 +180,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     /// </summary>
     public void OnNodeCrashed(string nodeId)
     {
-        lock (_nodeGate)
+        using (Context.Enter(_nodeGate))
         {
             if (_nodes.Remove(nodeId, out var ledger))
             {

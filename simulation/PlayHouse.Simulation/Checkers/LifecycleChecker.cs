@@ -156,7 +156,7 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
     /// </summary>
     public void OnNodeCrashed(string nodeId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             foreach (var key in _stages.Keys.Where(k => k.NodeId == nodeId).ToList())
             {

@@ -113,7 +113,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     /// <summary>A crash ends the node's handlers without their exits; the stages keep their high-water marks for the report.</summary>
     public void OnNodeCrashed(string nodeId)
     {
-        lock (_gate)
+        using (Context.Enter(_gate))
         {
             foreach (var key in _stages.Keys.Where(k => k.NodeId == nodeId).ToList())
             {

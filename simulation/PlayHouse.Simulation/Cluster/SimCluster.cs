@@ -259,12 +259,13 @@ public sealed class SimCluster : IDisposable
     public void Disconnect(SimClient client) => Network.ResetEndpoint(client.Endpoint, "disconnected by fault plan");
 
     /// <summary>Kills a node: its stages, pending requests and memory are gone, its connections reset.</summary>
-    public void Crash(string nodeId)
+    /// <returns>False when the node was already down (nothing happened).</returns>
+    public bool Crash(string nodeId)
     {
         var node = Node(nodeId);
         if (!node.IsUp)
         {
-            return;
+            return false;
         }
 
         node.IsUp = false;
@@ -280,19 +281,22 @@ public sealed class SimCluster : IDisposable
         Network.Unbind(node.Mesh.Endpoint);
         Network.ResetEndpoint(node.Mesh.Endpoint, $"{nodeId} crashed");
         Network.ResetEndpoint(node.ClientEndpoint, $"{nodeId} crashed");
+        return true;
     }
 
     /// <summary>Starts a fresh incarnation of a crashed node (empty: no stages, no sessions).</summary>
-    public void Restart(string nodeId)
+    /// <returns>False when the node was already up (nothing happened).</returns>
+    public bool Restart(string nodeId)
     {
         var node = Node(nodeId);
         if (node.IsUp)
         {
-            return;
+            return false;
         }
 
         Start(node);
         World.Trace.Record(World.NowTicks, "node.restart", node.Incarnation, 0, 0, nodeId);
+        return true;
     }
 
     public void RunFor(TimeSpan span) => World.RunFor(span);

@@ -83,17 +83,17 @@ public sealed class FaultApplier
 
                 break;
             case FaultKind.Crash:
-                if (HasNode(step.Target))
+                // The scenario hears only of steps that changed something: a crash of a node already down, or a
+                // restart of one already up, must not make it rebuild twice.
+                if (HasNode(step.Target) && _cluster.Crash(step.Target))
                 {
-                    _cluster.Crash(step.Target);
                     _onScenarioStep(step);
                 }
 
                 break;
             case FaultKind.Restart:
-                if (HasNode(step.Target))
+                if (HasNode(step.Target) && _cluster.Restart(step.Target))
                 {
-                    _cluster.Restart(step.Target);
                     _onScenarioStep(step);
                 }
 
