@@ -1,24 +1,33 @@
 using System.Globalization;
+using System.Numerics;
+using System.Runtime.InteropServices;
 using System.Text;
 
 namespace PlayHouse.Simulation;
 
 /// <summary>
-/// The run's trace: each event contributes its fields to a running 64-bit FNV-1a hash (no text, no allocation),
-/// and, when a writer is attached, one canonical text line. Same seed, same hash: that is a test.
+/// The run's trace: each event contributes its fields to a running 64-bit hash (no text, no allocation), and, when
+/// a writer is attached, one canonical text line. Same seed, same hash: that is a test.
 /// </summary>
-/// <remarks>Not thread-safe; written on the simulation thread only.</remarks>
+/// <remarks>
+/// The hash takes whole 64-bit words: each number is one step and each text field is first folded into one word
+/// four characters at a time, off the running chain. A step is a multiply, an xor and a rotate (Murmur3's
+/// constants); <see cref="Hash"/> applies Murmur3's finaliser so every bit of the state reaches the printed value.
+/// A byte-at-a-time FNV-1a cost some 300 dependent multiplies per simulated round trip, a fifth of its time.
+/// Not thread-safe; written on the simulation thread only.
+/// </remarks>
 public sealed class SimTrace
 {
-    private const ulong FnvOffset = 14695981039346656037UL;
-    private const ulong FnvPrime = 1099511628211UL;
-    private ulong _hash = FnvOffset;
+    private const ulong StateSeed = 0x9E3779B97F4A7C15UL;
+    private const ulong K1 = 0x87C37B91114253D5UL;
+    private const ulong K2 = 0x4CF5AD432745937FUL;
+    private ulong _state = StateSeed;
     private TextWriter? _writer;
 
     /// <summary>The running hash of every record so far.</summary>
-    public ulong Hash => _hash;
+    public ulong Hash => Finish(_state);
 
-    public string HashHex => _hash.ToString("x16", CultureInfo.InvariantCulture);
+    public string HashHex => Hash.ToString("x16", CultureInfo.InvariantCulture);
 
     /// <summary>Records written so far.</summary>
     public long Count { get; private set; }
@@ -32,16 +41,17 @@ public sealed class SimTrace
     public void Record(long timeTicks, string kind, long a = 0, long b = 0, long c = 0, string? text = null)
     {
         Count++;
-        Mix(timeTicks);
-        MixString(kind);
-        Mix(a);
-        Mix(b);
-        Mix(c);
+        var state = Step(_state, (ulong)timeTicks);
+        state = Step(state, Fold(kind));
+        state = Step(state, (ulong)a);
+        state = Step(state, (ulong)b);
+        state = Step(state, (ulong)c);
         if (text is not null)
         {
-            MixString(text);
+            state = Step(state, Fold(text));
         }
 
+        _state = state;
         if (_writer is not null)
         {
             var line = new StringBuilder(64)
@@ -59,23 +69,34 @@ public sealed class SimTrace
         }
     }
 
-    private void Mix(long value)
+    private static ulong Step(ulong state, ulong value) => BitOperations.RotateLeft(state ^ (value * K1), 31) * K2;
+
+    /// <summary>Folds a text field into one word: its length, then its UTF-16 code units four to a word.</summary>
+    private static ulong Fold(string value)
     {
-        var v = (ulong)value;
-        for (var i = 0; i < 8; i++)
+        var chars = value.AsSpan();
+        var state = Step(StateSeed, (ulong)chars.Length);
+        var words = MemoryMarshal.Cast<char, ulong>(chars);
+        foreach (var word in words)
         {
-            _hash = (_hash ^ (v & 0xFF)) * FnvPrime;
-            v >>= 8;
+            state = Step(state, word);
         }
+
+        ulong tail = 0;
+        for (var i = words.Length * 4; i < chars.Length; i++)
+        {
+            tail = (tail << 16) | chars[i];
+        }
+
+        return Step(state, tail);
     }
 
-    private void MixString(string value)
+    private static ulong Finish(ulong state)
     {
-        foreach (var ch in value)
-        {
-            _hash = (_hash ^ ch) * FnvPrime;
-        }
-
-        _hash = (_hash ^ 0xFF) * FnvPrime;
+        state ^= state >> 33;
+        state *= 0xFF51AFD7ED558CCDUL;
+        state ^= state >> 33;
+        state *= 0xC4CEB9FE1A85EC53UL;
+        return state ^ (state >> 33);
     }
 }

@@ -75,30 +75,43 @@ internal static class CliHarness
         return [.. words];
     }
 
-    /// <summary>Recomputes the trace hash from a trace file's canonical lines (FNV-1a over the fields, as SimTrace mixes them).</summary>
+    /// <summary>
+    /// Recomputes the trace hash from a trace file's canonical lines, independently of SimTrace: Murmur3-style word
+    /// steps over time, kind, a, b, c and text, each text folded from its UTF-16LE bytes eight at a time.
+    /// </summary>
     public static string HashOfTraceLines(IEnumerable<string> lines)
     {
-        const ulong FnvPrime = 1099511628211UL;
-        var hash = 14695981039346656037UL;
-        void Mix(long value)
+        const ulong K1 = 0x87C37B91114253D5UL;
+        const ulong K2 = 0x4CF5AD432745937FUL;
+        const ulong Seed = 0x9E3779B97F4A7C15UL;
+        static ulong Step(ulong state, ulong value)
         {
-            var v = (ulong)value;
-            for (var i = 0; i < 8; i++)
-            {
-                hash = (hash ^ (v & 0xFF)) * FnvPrime;
-                v >>= 8;
-            }
+            var x = state ^ unchecked(value * K1);
+            return unchecked(((x << 31) | (x >> 33)) * K2);
         }
 
-        void MixString(string value)
+        static ulong Fold(string text)
         {
-            foreach (var ch in value)
+            var bytes = System.Text.Encoding.Unicode.GetBytes(text);
+            var state = Step(Seed, (ulong)text.Length);
+            var whole = bytes.Length / 8 * 8;
+            for (var i = 0; i < whole; i += 8)
             {
-                hash = (hash ^ ch) * FnvPrime;
+                state = Step(state, System.Buffers.Binary.BinaryPrimitives.ReadUInt64LittleEndian(bytes.AsSpan(i)));
             }
 
-            hash = (hash ^ 0xFF) * FnvPrime;
+            ulong tail = 0;
+            for (var i = whole; i < bytes.Length; i += 2)
+            {
+                tail = (tail << 16) | System.Buffers.Binary.BinaryPrimitives.ReadUInt16LittleEndian(bytes.AsSpan(i));
+            }
+
+            return Step(state, tail);
         }
+
+        var hash = Seed;
+        void Mix(long value) => hash = Step(hash, (ulong)value);
+        void MixString(string value) => hash = Step(hash, Fold(value));
 
         foreach (var line in lines)
         {
@@ -116,6 +129,12 @@ internal static class CliHarness
             }
         }
 
+        // Murmur3's finaliser.
+        hash ^= hash >> 33;
+        hash = unchecked(hash * 0xFF51AFD7ED558CCDUL);
+        hash ^= hash >> 33;
+        hash = unchecked(hash * 0xC4CEB9FE1A85EC53UL);
+        hash ^= hash >> 33;
         return hash.ToString("x16", System.Globalization.CultureInfo.InvariantCulture);
     }
 }
