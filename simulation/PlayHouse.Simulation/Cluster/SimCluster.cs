@@ -206,7 +206,7 @@ public sealed class SimCluster : IDisposable
     public RuntimeObserver Observer { get; internal set; } = RuntimeObserver.None;
 
     /// <summary>Shared msg-id strings: bounded, keyed by bytes with an equality check.</summary>
-    public Utf8StringCache MsgIds { get; } = new();
+    public Utf8StringCache MsgIds { get; } = new(singleThreaded: true);
 
     /// <summary>The pool the simulated clients' receive buffers come from.</summary>
     public MessagePool ClientPool { get; }

@@ -78,6 +78,11 @@ internal sealed class FrameReader : IDisposable
         ThrowIfUnusable();
         try
         {
+            if (TryReadWhole(ref input, out frame))
+            {
+                return true;
+            }
+
             while (true)
             {
                 if (_phase == Phase.Payload)
@@ -144,6 +149,52 @@ internal sealed class FrameReader : IDisposable
             _state.Broken = true;
             throw;
         }
+    }
+
+    /// <summary>
+    /// The common case: no frame in progress and the chunk holds a whole valid-looking frame, read in place without
+    /// staging its header. Anything else (a split frame, a length or msg id length the checks refuse) takes the
+    /// state machine, which reports it exactly as before; a header that fails to parse fails here with the same
+    /// error at the same stream offset.
+    /// </summary>
+    private bool TryReadWhole(ref ReadOnlySpan<byte> input, out DecodedFrame frame)
+    {
+        frame = default;
+        if (_phase != Phase.Length || _headerFilledBytes != 0 || input.Length < PrefixBytes + WireProtocol.MsgIdLengthBytes)
+        {
+            return false;
+        }
+
+        var bodyBytes = BinaryPrimitives.ReadInt32LittleEndian(input);
+        var msgIdBytes = input[PrefixBytes];
+        var headerBodyBytes = WireProtocol.MsgIdLengthBytes + msgIdBytes + _fixedFieldsBytes;
+        if (bodyBytes < _minBodyBytes || bodyBytes > _maxBodyBytes || headerBodyBytes > bodyBytes || input.Length - PrefixBytes < bodyBytes)
+        {
+            return false;
+        }
+
+        _state.StreamOffsetBytes += PrefixBytes + headerBodyBytes;
+        var fields = ParseHeader(input.Slice(PrefixBytes, headerBodyBytes));
+        var payloadBytes = input.Slice(PrefixBytes + headerBodyBytes, bodyBytes - headerBodyBytes);
+        _state.StreamOffsetBytes += payloadBytes.Length;
+        input = input[(PrefixBytes + bodyBytes)..];
+        Payload payload;
+        if (fields.OriginalSize > 0)
+        {
+            payload = Inflate(payloadBytes, fields.OriginalSize);
+        }
+        else if (payloadBytes.IsEmpty)
+        {
+            payload = Payload.Empty;
+        }
+        else
+        {
+            payload = _pool.Rent(payloadBytes.Length, _owner);
+            payloadBytes.CopyTo(payload.WritableSpan);
+        }
+
+        frame = fields with { Payload = payload, OriginalSize = 0 };
+        return true;
     }
 
     public bool TryRead(ref ReadOnlySequence<byte> buffer, out DecodedFrame frame)

@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Buffers.Binary;
 using System.Text;
 
@@ -17,7 +18,8 @@ internal static class FrameWriter
         int count;
         try
         {
-            count = StrictUtf8.GetByteCount(msgId);
+            // Msg ids are nearly always ASCII, one byte per char; the vectorised check is far cheaper than counting.
+            count = Ascii.IsValid(msgId) ? msgId.Length : StrictUtf8.GetByteCount(msgId);
         }
         catch (EncoderFallbackException e)
         {
@@ -68,7 +70,10 @@ internal static class FrameWriter
         BinaryPrimitives.WriteInt32LittleEndian(destination, bodyBytes);
         var offset = WireProtocol.LengthPrefixBytes;
         destination[offset++] = (byte)msgIdBytes;
-        var written = StrictUtf8.GetBytes(msgId, destination.Slice(offset, msgIdBytes));
+        var target = destination.Slice(offset, msgIdBytes);
+        var written = msgIdBytes == msgId.Length && Ascii.FromUtf16(msgId, target, out var narrowed) == OperationStatus.Done
+            ? narrowed
+            : StrictUtf8.GetBytes(msgId, target);
         if (written != msgIdBytes)
         {
             throw new InvalidOperationException($"UTF-8 wrote {written} bytes for a msg id counted as {msgIdBytes}.");

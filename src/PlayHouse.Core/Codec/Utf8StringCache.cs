@@ -1,6 +1,7 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Text;
 using System.Text.Unicode;
+using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Core.Codec;
 
@@ -27,7 +28,7 @@ public sealed class Utf8StringCache
     private readonly int[] _buckets;
     private readonly int _bucketMask;
     private readonly KeyHasher? _hasher;
-    private readonly Lock _gate = new();
+    private readonly Lock? _gate;
     private int _count;
     private int _clockHand;
     private long _hits;
@@ -38,13 +39,17 @@ public sealed class Utf8StringCache
 
     /// <param name="capacity">The most entries held at once.</param>
     /// <param name="maxKeyBytes">Longer inputs are decoded but not cached (counted as bypasses).</param>
-    public Utf8StringCache(int capacity = DefaultCapacity, int maxKeyBytes = DefaultMaxKeyBytes)
-        : this(capacity, maxKeyBytes, hasher: null)
+    /// <param name="singleThreaded">
+    /// Every caller runs on one thread (a simulated cluster), so lookups take no lock; a shared cache on real
+    /// threads must leave it false.
+    /// </param>
+    public Utf8StringCache(int capacity = DefaultCapacity, int maxKeyBytes = DefaultMaxKeyBytes, bool singleThreaded = false)
+        : this(capacity, maxKeyBytes, hasher: null, singleThreaded)
     {
     }
 
     /// <summary>Lets tests force collisions (for example every key in one bucket) to exercise the equality check.</summary>
-    internal Utf8StringCache(int capacity, int maxKeyBytes, KeyHasher? hasher)
+    internal Utf8StringCache(int capacity, int maxKeyBytes, KeyHasher? hasher, bool singleThreaded = false)
     {
         ArgumentOutOfRangeException.ThrowIfLessThan(capacity, 1);
         ArgumentOutOfRangeException.ThrowIfGreaterThan(capacity, 1 << 24);
@@ -52,6 +57,7 @@ public sealed class Utf8StringCache
         Capacity = capacity;
         MaxKeyBytes = maxKeyBytes;
         _hasher = hasher;
+        _gate = singleThreaded ? null : new Lock();
         _entries = new Entry[capacity];
 
         // Twice as many buckets as entries keeps chains short at full capacity; a power of two makes the index a mask.
@@ -76,7 +82,7 @@ public sealed class Utf8StringCache
         if (utf8.IsEmpty)
         {
             value = string.Empty;
-            lock (_gate)
+            using (NodeLock.Enter(_gate))
             {
                 _hits++;
             }
@@ -90,7 +96,7 @@ public sealed class Utf8StringCache
         }
 
         var hash = _hasher is null ? DefaultHash(utf8) : _hasher(utf8);
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             var bucket = (int)(hash & (uint)_bucketMask);
             for (var i = _buckets[bucket] - 1; i >= 0; i = _entries[i].Next - 1)
@@ -143,7 +149,7 @@ public sealed class Utf8StringCache
 
     public Utf8StringCacheStatistics GetStatistics()
     {
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             return new Utf8StringCacheStatistics(_hits, _misses, _evictions, _bypasses, _invalidInputs, _count, Capacity);
         }
@@ -161,7 +167,7 @@ public sealed class Utf8StringCache
     private bool Bypass(ReadOnlySpan<byte> utf8, [NotNullWhen(true)] out string? value)
     {
         var valid = Utf8.IsValid(utf8);
-        lock (_gate)
+        using (NodeLock.Enter(_gate))
         {
             _bypasses++;
             if (!valid)

@@ -242,7 +242,7 @@ internal sealed class RequestTable : IDisposable
         _timer.Change(TimeSpan.FromTicks(dueTicks), Timeout.InfiniteTimeSpan);
     }
 
-    private long ToTimestampDelta(TimeSpan timeout) => (long)((decimal)timeout.Ticks * _node.Time.TimestampFrequency / TimeSpan.TicksPerSecond);
+    private long ToTimestampDelta(TimeSpan timeout) => TimestampSpan.ToDelta(timeout, _node.Time.TimestampFrequency);
 
     private void Remove(PendingRequest request)
     {

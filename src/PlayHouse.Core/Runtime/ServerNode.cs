@@ -197,7 +197,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     private bool TryOpenInbound(TimeSpan timeout, out long id)
     {
         var now = Time.GetTimestamp();
-        var deadline = now + (long)((decimal)timeout.Ticks * Time.TimestampFrequency / TimeSpan.TicksPerSecond);
+        var deadline = now + TimestampSpan.ToDelta(timeout, Time.TimestampFrequency);
         using (NodeLock.Enter(_inboundGate))
         {
             ExpireInbound(now, scanAll: false);
