@@ -91,6 +91,9 @@ public sealed class MessagePool
     // Indexed by ThreadSlots index: each thread's per-class caches, one row per class plus one for oversize counts.
     // Replaced (copied, larger) under _localsGate when a thread with a higher index arrives.
     private LocalClass[]?[] _locals = [];
+
+    // The caches of the one thread of a single-threaded pool, set when that thread first uses the pool.
+    private LocalClass[]? _singleThreadLocals;
     private long _nextId;
 
     public MessagePool(MessagePoolOptions? options = null)
@@ -141,10 +144,10 @@ public sealed class MessagePool
         // The fast path is only a local-stack hit in unchecked mode; everything else is in RentSlow. Keeping this
         // method small (no calls but the thread-static read and the write barrier) keeps its register saves few,
         // which measured as a third of the cost of rent + return before the split.
-        var classes = LocalClassesOrNull();
-
+        // Checked mode is tested first: it always takes the slow path, and reading the thread's caches costs a
+        // thread-static lookup it would only repeat there.
         // One unsigned compare also sends negative, oversize and too-large lengths to the slow path.
-        if ((uint)lengthBytes <= (uint)_pooledLimitBytes && classes is not null && !_checkedMode)
+        if (!_checkedMode && (uint)lengthBytes <= (uint)_pooledLimitBytes && LocalClassesOrNull() is { } classes)
         {
             ref var local = ref classes[FindClassInRange(lengthBytes)];
             var items = local.Items;
@@ -359,8 +362,7 @@ public sealed class MessagePool
         Debug.Assert(ReferenceEquals(buffer.Pool, this) && buffer.IsRented, "Only a current handle may return a buffer.");
 
         // As in Rent: only a push onto a local stack with room, in unchecked mode without clearing, is inline.
-        var classes = LocalClassesOrNull();
-        if (classes is not null && !_returnNeedsWork)
+        if (!_returnNeedsWork && LocalClassesOrNull() is { } classes)
         {
             ref var local = ref classes[buffer.CounterRow];
             var items = local.Items;
@@ -552,7 +554,7 @@ public sealed class MessagePool
     }
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private LocalClass[] GetLocalClasses() => LocalClassesOrNull() ?? CreateLocalClasses();
+    private LocalClass[] GetLocalClasses() => _singleThreadLocals ?? LocalClassesOrNull() ?? CreateLocalClasses();
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private LocalClass[] CreateLocalClasses()
@@ -580,6 +582,12 @@ public sealed class MessagePool
                 }
 
                 locals[index] = classes;
+            }
+
+            if (_singleThreaded)
+            {
+                // One thread uses this pool, so its caches are found without the thread-static lookup from now on.
+                _singleThreadLocals = classes;
             }
 
             Volatile.Write(ref _locals, locals);

@@ -11,7 +11,8 @@ public sealed record MessagePoolOptions
 
     /// <summary>
     /// Every rent, move and return comes from one thread (the simulation's world), so checked mode keeps its
-    /// ledger without the lock. Never set it for a pool that executors on several threads share.
+    /// ledger without the lock, and every caller shares the first thread's local caches (no thread-static lookup).
+    /// Never set it for a pool that executors on several threads share.
     /// </summary>
     public bool SingleThreaded { get; init; }
 
