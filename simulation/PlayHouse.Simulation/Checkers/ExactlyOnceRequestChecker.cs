@@ -199,6 +199,11 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             _clientSent++;
             var ledger = ClientLedgerOf(clientId, requestKey);
             ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(ledger.Held, requestKey, out var seen);
+            if (seen && request.State == ClientRequestState.Completed)
+            {
+                ledger.CompletedHeld--;
+            }
+
             if (seen && request.State == ClientRequestState.Outstanding)
             {
                 // The key wrapped (or was reused) while the old request was still waiting: its reply would now
@@ -226,6 +231,23 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
             // A completion is usually followed by the same client's next send.
             _lastClient = ledger ?? _lastClient;
+            if (ledger is not null && ledger.TryCompleteNext(requestKey, out var next))
+            {
+                // The common case: the oldest open key completed, so it folds into the watermark at once.
+                _clientCompleted++;
+                if (!failed && replyNonce != next.Nonce)
+                {
+                    Log.Record($"client {clientId}: request key {requestKey} (nonce {next.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
+                }
+
+                next.State = ClientRequestState.Completed;
+                next.CompletedFailed = failed;
+                next.CompletedNonce = replyNonce;
+                next.CompletedErrorCode = errorCode;
+                ledger.FoldNext(requestKey, next);
+                return;
+            }
+
             ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
             if (Unsafe.IsNullRef(ref request))
             {
@@ -251,6 +273,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             }
 
             _clientCompleted++;
+            ledger!.CompletedHeld++;
             request.State = ClientRequestState.Completed;
             request.CompletedFailed = failed;
             request.CompletedNonce = replyNonce;
@@ -260,7 +283,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
             }
 
-            ledger!.Compact(requestKey);
+            ledger.Compact(requestKey);
         }
     }
 
@@ -394,6 +417,38 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
         public Dictionary<long, ClientRequest> Held { get; } = [];
 
+        /// <summary>Requests held that completed (ahead of an outstanding key, or outside the range); none means no fold can happen.</summary>
+        public int CompletedHeld { get; set; }
+
+        /// <summary>
+        /// Takes the outstanding request of <paramref name="key"/> out of the held ones when it is the key right above
+        /// the watermark; false (nothing changed) for any other key or state.
+        /// </summary>
+        public bool TryCompleteNext(long key, out ClientRequest request)
+        {
+            if (key != _watermark + 1 || !Held.Remove(key, out request))
+            {
+                request = default;
+                return false;
+            }
+
+            if (request.State != ClientRequestState.Outstanding)
+            {
+                Held.Add(key, request);
+                return false;
+            }
+
+            return true;
+        }
+
+        /// <summary>The request taken by <see cref="TryCompleteNext"/> completed: it moves the watermark, and so may later completions.</summary>
+        public void FoldNext(long key, in ClientRequest completed)
+        {
+            _watermark = key;
+            Remember(key, completed);
+            FoldCompleted();
+        }
+
         /// <summary>True when the key was sent and completed and has since been folded into the watermark.</summary>
         public bool IsCompacted(long key) => key > _rangeStart && key <= _watermark;
 
@@ -421,7 +476,12 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 return;
             }
 
-            while (Held.TryGetValue(_watermark + 1, out var next) && next.State == ClientRequestState.Completed)
+            FoldCompleted();
+        }
+
+        private void FoldCompleted()
+        {
+            while (CompletedHeld > 0 && Held.TryGetValue(_watermark + 1, out var next) && next.State == ClientRequestState.Completed)
             {
                 _watermark++;
                 Forget(_watermark);
@@ -431,6 +491,12 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         private void Forget(long key)
         {
             Held.Remove(key, out var request);
+            CompletedHeld--;
+            Remember(key, request);
+        }
+
+        private void Remember(long key, in ClientRequest request)
+        {
             var slot = (int)((ulong)key % RecentCompactedMax);
             _recentCompacted[slot] = (key, request);
         }

@@ -1,4 +1,3 @@
-using System.Runtime.InteropServices;
 using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Simulation.Checkers;
@@ -18,7 +17,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     public const string CheckerName = "SingleActiveHandler";
 
     private readonly Lock _gate = new();
-    private readonly Dictionary<(string NodeId, long StageId), StageActivity> _stages = [];
+    private readonly StageMap<StageActivity> _stages = new(static (_, _) => new StageActivity());
     private int _activeTotal;
     private int _highWater;
     private long _entries;
@@ -53,8 +52,8 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     {
         using (Context.Enter(_gate))
         {
-            var list = new List<StageHandlerHighWater>(_stages.Count);
-            foreach (var pair in _stages)
+            var list = new List<StageHandlerHighWater>(_stages.All.Count);
+            foreach (var pair in _stages.All)
             {
                 list.Add(new StageHandlerHighWater(pair.Key.NodeId, pair.Key.StageId, pair.Value.HighWater));
             }
@@ -73,7 +72,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
         using (Context.Enter(_gate))
         {
             _entries++;
-            ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
+            var stage = _stages.GetOrAdd(nodeId, stageId, out _);
             stage.Active++;
             stage.Entries++;
             _activeTotal++;
@@ -98,7 +97,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     {
         using (Context.Enter(_gate))
         {
-            ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
+            var stage = _stages.GetOrAdd(nodeId, stageId, out _);
             if (stage.Active == 0)
             {
                 Log.Record($"stage {nodeId}/{stageId}: a handler exited while none was active (exit without entry)");
@@ -115,11 +114,13 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     {
         using (Context.Enter(_gate))
         {
-            foreach (var key in _stages.Keys.Where(k => k.NodeId == nodeId).ToList())
+            foreach (var pair in _stages.All)
             {
-                ref var stage = ref CollectionsMarshal.GetValueRefOrNullRef(_stages, key);
-                _activeTotal -= stage.Active;
-                stage.Active = 0;
+                if (pair.Key.NodeId == nodeId)
+                {
+                    _activeTotal -= pair.Value.Active;
+                    pair.Value.Active = 0;
+                }
             }
         }
     }
@@ -145,7 +146,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
             }
 
             var stuck = new List<(string NodeId, long StageId)>();
-            foreach (var pair in _stages)
+            foreach (var pair in _stages.All)
             {
                 if (pair.Value.Active > 0 && pair.Value.ReportedAtEntries != pair.Value.Entries)
                 {
@@ -160,7 +161,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
             });
             foreach (var key in stuck)
             {
-                ref var stage = ref CollectionsMarshal.GetValueRefOrNullRef(_stages, key);
+                var stage = _stages.All[key];
 
                 // Reported once per stuck entry, so a handler that never exits is one violation, not one per step.
                 stage.ReportedAtEntries = stage.Entries;
@@ -169,7 +170,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
         }
     }
 
-    private struct StageActivity
+    private sealed class StageActivity
     {
         public int Active;
         public int HighWater;

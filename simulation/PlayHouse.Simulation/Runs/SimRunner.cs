@@ -95,6 +95,11 @@ public static class SimRunner
             var limitTicks = TimeSpan.FromMilliseconds(options.VirtualTimeLimitMs).Ticks;
             var sinceCheck = 0;
 
+            // Read once: the loop below runs per event.
+            var checkEveryEvents = settings.CheckEveryEvents;
+            var progress = settings.Progress;
+            var progressEvents = settings.ProgressEvents;
+
             // The world's context stays installed across the loop, so each step need not swap it in and out.
             var callerContext = SynchronizationContext.Current;
             SynchronizationContext.SetSynchronizationContext(world.SynchronizationContext);
@@ -115,7 +120,7 @@ public static class SimRunner
                         break;
                     }
 
-                    if (++sinceCheck >= settings.CheckEveryEvents)
+                    if (++sinceCheck >= checkEveryEvents)
                     {
                         sinceCheck = 0;
                         if (!checkers!.CheckStep())
@@ -124,9 +129,9 @@ public static class SimRunner
                         }
                     }
 
-                    if (settings.Progress is not null && world.EventsExecuted % settings.ProgressEvents == 0)
+                    if (progress is not null && world.EventsExecuted % progressEvents == 0)
                     {
-                        settings.Progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
+                        progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
                     }
                 }
             }
