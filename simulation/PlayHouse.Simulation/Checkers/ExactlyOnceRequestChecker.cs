@@ -196,23 +196,64 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     {
         using (Context.Enter(_clientGate))
         {
-            _clientSent++;
-            var ledger = ClientLedgerOf(clientId, requestKey);
-            ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(ledger.Held, requestKey, out var seen);
-            if (seen && request.State == ClientRequestState.Completed)
-            {
-                ledger.CompletedHeld--;
-            }
-
-            if (seen && request.State == ClientRequestState.Outstanding)
-            {
-                // The key wrapped (or was reused) while the old request was still waiting: its reply would now
-                // complete the new request (B8).
-                Log.Record($"client {clientId}: request key {requestKey} reused for nonce {nonce} while nonce {request.Nonce} was still outstanding");
-            }
-
-            request = new ClientRequest { Nonce = nonce, SentAtTicks = Context.NowTicks, State = ClientRequestState.Outstanding };
+            Sent(ClientLedgerOf(clientId, requestKey), requestKey, nonce);
         }
+    }
+
+    /// <summary>
+    /// A handle on one client's requests, for a client that reports each of its requests: the calls that take it
+    /// find the client's ledger without a lookup by id. It judges exactly as the calls by id do, and may be mixed
+    /// with them.
+    /// </summary>
+    public ClientRequests ForClient(long clientId) => new(clientId);
+
+    /// <summary>As <see cref="OnClientRequestSent(long, long, long)"/>, for the client of <paramref name="client"/> (from <see cref="ForClient"/> of this checker).</summary>
+    public void OnClientRequestSent(ClientRequests client, long requestKey, long nonce)
+    {
+        ArgumentNullException.ThrowIfNull(client);
+        using (Context.Enter(_clientGate))
+        {
+            Sent(client.Ledger ??= ClientLedgerOf(client.ClientId, requestKey), requestKey, nonce);
+        }
+    }
+
+    /// <summary>As <see cref="OnClientRequestCompleted(long, long, long)"/>, for the client of <paramref name="client"/>.</summary>
+    public void OnClientRequestCompleted(ClientRequests client, long requestKey, long replyNonce)
+    {
+        ArgumentNullException.ThrowIfNull(client);
+        using (Context.Enter(_clientGate))
+        {
+            Complete(client.ClientId, client.Ledger ??= _clients.GetValueOrDefault(client.ClientId), requestKey, replyNonce, failed: false, errorCode: 0);
+        }
+    }
+
+    /// <summary>As <see cref="OnClientRequestFailed(long, long, ushort)"/>, for the client of <paramref name="client"/>.</summary>
+    public void OnClientRequestFailed(ClientRequests client, long requestKey, ushort errorCode)
+    {
+        ArgumentNullException.ThrowIfNull(client);
+        using (Context.Enter(_clientGate))
+        {
+            Complete(client.ClientId, client.Ledger ??= _clients.GetValueOrDefault(client.ClientId), requestKey, 0, failed: true, errorCode);
+        }
+    }
+
+    private void Sent(ClientLedger ledger, long requestKey, long nonce)
+    {
+        _clientSent++;
+        ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(ledger.Held, requestKey, out var seen);
+        if (seen && request.State == ClientRequestState.Completed)
+        {
+            ledger.CompletedHeld--;
+        }
+
+        if (seen && request.State == ClientRequestState.Outstanding)
+        {
+            // The key wrapped (or was reused) while the old request was still waiting: its reply would now
+            // complete the new request (B8).
+            Log.Record($"client {ledger.ClientId}: request key {requestKey} reused for nonce {nonce} while nonce {request.Nonce} was still outstanding");
+        }
+
+        request = new ClientRequest { Nonce = nonce, SentAtTicks = Context.NowTicks, State = ClientRequestState.Outstanding };
     }
 
     /// <summary>A simulated client completed request <paramref name="requestKey"/> with a reply carrying <paramref name="replyNonce"/>.</summary>
@@ -231,60 +272,65 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
             // A completion is usually followed by the same client's next send.
             _lastClient = ledger ?? _lastClient;
-            if (ledger is not null && ledger.TryCompleteNext(requestKey, out var next))
-            {
-                // The common case: the oldest open key completed, so it folds into the watermark at once.
-                _clientCompleted++;
-                if (!failed && replyNonce != next.Nonce)
-                {
-                    Log.Record($"client {clientId}: request key {requestKey} (nonce {next.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
-                }
-
-                next.State = ClientRequestState.Completed;
-                next.CompletedFailed = failed;
-                next.CompletedNonce = replyNonce;
-                next.CompletedErrorCode = errorCode;
-                ledger.FoldNext(requestKey, next);
-                return;
-            }
-
-            ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
-            if (Unsafe.IsNullRef(ref request))
-            {
-                if (ledger is not null && ledger.IsCompacted(requestKey))
-                {
-                    var earlier = ledger.FindCompacted(requestKey);
-                    var seconds = DescribeCompletion(failed, replyNonce, errorCode);
-                    Log.Record(earlier is { } first
-                        ? $"client {clientId}: request key {requestKey} (nonce {first.Nonce}) completed a second time ({seconds}); it had completed with {DescribeCompletion(first.CompletedFailed, first.CompletedNonce, first.CompletedErrorCode)}"
-                        : $"client {clientId}: request key {requestKey} completed a second time ({seconds}); it had completed before");
-                    return;
-                }
-
-                Log.Record($"client {clientId}: request key {requestKey} completed ({DescribeCompletion(failed, replyNonce, errorCode)}) but was never sent");
-                return;
-            }
-
-            if (request.State == ClientRequestState.Completed)
-            {
-                var first = DescribeCompletion(request.CompletedFailed, request.CompletedNonce, request.CompletedErrorCode);
-                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed a second time ({DescribeCompletion(failed, replyNonce, errorCode)}); it had completed with {first}");
-                return;
-            }
-
-            _clientCompleted++;
-            ledger!.CompletedHeld++;
-            request.State = ClientRequestState.Completed;
-            request.CompletedFailed = failed;
-            request.CompletedNonce = replyNonce;
-            request.CompletedErrorCode = errorCode;
-            if (!failed && replyNonce != request.Nonce)
-            {
-                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
-            }
-
-            ledger.Compact(requestKey);
+            Complete(clientId, ledger, requestKey, replyNonce, failed, errorCode);
         }
+    }
+
+    private void Complete(long clientId, ClientLedger? ledger, long requestKey, long replyNonce, bool failed, ushort errorCode)
+    {
+        if (ledger is not null && ledger.TryCompleteNext(requestKey, out var next))
+        {
+            // The common case: the oldest open key completed, so it folds into the watermark at once.
+            _clientCompleted++;
+            if (!failed && replyNonce != next.Nonce)
+            {
+                Log.Record($"client {clientId}: request key {requestKey} (nonce {next.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
+            }
+
+            next.State = ClientRequestState.Completed;
+            next.CompletedFailed = failed;
+            next.CompletedNonce = replyNonce;
+            next.CompletedErrorCode = errorCode;
+            ledger.FoldNext(requestKey, next);
+            return;
+        }
+
+        ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
+        if (Unsafe.IsNullRef(ref request))
+        {
+            if (ledger is not null && ledger.IsCompacted(requestKey))
+            {
+                var earlier = ledger.FindCompacted(requestKey);
+                var seconds = DescribeCompletion(failed, replyNonce, errorCode);
+                Log.Record(earlier is { } first
+                    ? $"client {clientId}: request key {requestKey} (nonce {first.Nonce}) completed a second time ({seconds}); it had completed with {DescribeCompletion(first.CompletedFailed, first.CompletedNonce, first.CompletedErrorCode)}"
+                    : $"client {clientId}: request key {requestKey} completed a second time ({seconds}); it had completed before");
+                return;
+            }
+
+            Log.Record($"client {clientId}: request key {requestKey} completed ({DescribeCompletion(failed, replyNonce, errorCode)}) but was never sent");
+            return;
+        }
+
+        if (request.State == ClientRequestState.Completed)
+        {
+            var first = DescribeCompletion(request.CompletedFailed, request.CompletedNonce, request.CompletedErrorCode);
+            Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed a second time ({DescribeCompletion(failed, replyNonce, errorCode)}); it had completed with {first}");
+            return;
+        }
+
+        _clientCompleted++;
+        ledger!.CompletedHeld++;
+        request.State = ClientRequestState.Completed;
+        request.CompletedFailed = failed;
+        request.CompletedNonce = replyNonce;
+        request.CompletedErrorCode = errorCode;
+        if (!failed && replyNonce != request.Nonce)
+        {
+            Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
+        }
+
+        ledger.Compact(requestKey);
     }
 
     /// <summary>The ledger of a client, created at its first request (whose key starts the compacted range).</summary>
@@ -384,13 +430,13 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         public bool Reported;
     }
 
-    private enum ClientRequestState : byte
+    internal enum ClientRequestState : byte
     {
         Outstanding,
         Completed,
     }
 
-    private struct ClientRequest
+    internal struct ClientRequest
     {
         public long Nonce;
         public long SentAtTicks;
@@ -405,7 +451,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     /// The requests of one client: every key in (<c>_rangeStart</c>, <c>_watermark</c>] was sent and completed; the
     /// keys held one by one are outstanding, or completed ahead of an older outstanding key, or outside that range.
     /// </summary>
-    private sealed class ClientLedger(long clientId, long firstKey)
+    internal sealed class ClientLedger(long clientId, long firstKey)
     {
         // The last completions compacted into the watermark, by key modulo the ring's length, for violation messages.
         private const int RecentCompactedMax = 8;
@@ -545,4 +591,16 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             }
         }
     }
+}
+
+/// <summary>One client's requests in an <see cref="ExactlyOnceRequestChecker"/>, found once and reported often.</summary>
+/// <remarks>Not thread-safe on its own; the checker guards it with its lock.</remarks>
+public sealed class ClientRequests
+{
+    internal ClientRequests(long clientId) => ClientId = clientId;
+
+    public long ClientId { get; }
+
+    // Bound when the client's ledger first exists (its first send); ledgers are never dropped, so it stays valid.
+    internal ExactlyOnceRequestChecker.ClientLedger? Ledger { get; set; }
 }
