@@ -94,7 +94,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 var outstanding = 0;
                 foreach (var ledger in _clients.Values)
                 {
-                    foreach (var request in ledger.Held.Values)
+                    foreach (var (_, request) in ledger.Held.Snapshot())
                     {
                         if (request.State == ClientRequestState.Outstanding)
                         {
@@ -240,7 +240,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     private void Sent(ClientLedger ledger, long requestKey, long nonce)
     {
         _clientSent++;
-        ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(ledger.Held, requestKey, out var seen);
+        ref var request = ref ledger.Held.GetValueRefOrAddDefault(requestKey, out var seen);
         if (seen && request.State == ClientRequestState.Completed)
         {
             ledger.CompletedHeld--;
@@ -295,7 +295,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             return;
         }
 
-        ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
+        ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref ledger.Held.GetValueRefOrNullRef(requestKey);
         if (Unsafe.IsNullRef(ref request))
         {
             if (ledger is not null && ledger.IsCompacted(requestKey))
@@ -391,11 +391,11 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             var open = new List<(long ClientId, long RequestKey)>();
             foreach (var ledger in _clients.Values)
             {
-                foreach (var pair in ledger.Held)
+                foreach (var (key, request) in ledger.Held.Snapshot())
                 {
-                    if (pair.Value.State == ClientRequestState.Outstanding && !pair.Value.Reported)
+                    if (request.State == ClientRequestState.Outstanding && !request.Reported)
                     {
-                        open.Add((ledger.ClientId, pair.Key));
+                        open.Add((ledger.ClientId, key));
                     }
                 }
             }
@@ -403,7 +403,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             open.Sort();
             foreach (var key in open)
             {
-                ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clients[key.ClientId].Held, key.RequestKey);
+                ref var request = ref _clients[key.ClientId].Held.GetValueRefOrNullRef(key.RequestKey);
                 request.Reported = true;
                 Log.Record($"client {key.ClientId}: request key {key.RequestKey} (nonce {request.Nonce}, sent at {TimeSpan.FromTicks(request.SentAtTicks):c}) never completed: no reply, error or timeout");
             }
@@ -461,7 +461,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
         public long ClientId { get; } = clientId;
 
-        public Dictionary<long, ClientRequest> Held { get; } = [];
+        public HeldRequests Held { get; } = new();
 
         /// <summary>Requests held that completed (ahead of an outstanding key, or outside the range); none means no fold can happen.</summary>
         public int CompletedHeld { get; set; }
@@ -480,7 +480,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
             if (request.State != ClientRequestState.Outstanding)
             {
-                Held.Add(key, request);
+                Held.GetValueRefOrAddDefault(key, out _) = request;
                 return false;
             }
 
@@ -545,6 +545,122 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         {
             var slot = (int)((ulong)key % RecentCompactedMax);
             _recentCompacted[slot] = (key, request);
+        }
+    }
+
+    /// <summary>
+    /// The requests of one client held one by one, by key. Keys are sequential and only a few are open at once, so a
+    /// key lives in the slot of its low bits when that slot is free, otherwise in an overflow map: the common send
+    /// and completion cost no hashing, and any key pattern still works.
+    /// </summary>
+    internal sealed class HeldRequests
+    {
+        private const int SlotCount = 16;
+        private readonly Slot[] _slots = new Slot[SlotCount];
+        private readonly Dictionary<long, ClientRequest> _overflow = [];
+        private int _slotsUsed;
+
+        public int Count => _slotsUsed + _overflow.Count;
+
+        /// <summary>The request of <paramref name="key"/>, or a null reference when it is not held.</summary>
+        public ref ClientRequest GetValueRefOrNullRef(long key)
+        {
+            ref var slot = ref _slots[(int)(key & (SlotCount - 1))];
+            if (slot.Used && slot.Key == key)
+            {
+                return ref slot.Value;
+            }
+
+            if (_overflow.Count == 0)
+            {
+                return ref Unsafe.NullRef<ClientRequest>();
+            }
+
+            return ref CollectionsMarshal.GetValueRefOrNullRef(_overflow, key);
+        }
+
+        /// <summary>The request of <paramref name="key"/>, added (as default) when it is not held.</summary>
+        public ref ClientRequest GetValueRefOrAddDefault(long key, out bool exists)
+        {
+            ref var held = ref GetValueRefOrNullRef(key);
+            if (!Unsafe.IsNullRef(ref held))
+            {
+                exists = true;
+                return ref held;
+            }
+
+            exists = false;
+            ref var slot = ref _slots[(int)(key & (SlotCount - 1))];
+            if (!slot.Used)
+            {
+                slot.Used = true;
+                slot.Key = key;
+                slot.Value = default;
+                _slotsUsed++;
+                return ref slot.Value;
+            }
+
+            return ref CollectionsMarshal.GetValueRefOrAddDefault(_overflow, key, out _);
+        }
+
+        public bool TryGetValue(long key, out ClientRequest request)
+        {
+            ref var held = ref GetValueRefOrNullRef(key);
+            if (Unsafe.IsNullRef(ref held))
+            {
+                request = default;
+                return false;
+            }
+
+            request = held;
+            return true;
+        }
+
+        public bool Remove(long key, out ClientRequest request)
+        {
+            ref var slot = ref _slots[(int)(key & (SlotCount - 1))];
+            if (slot.Used && slot.Key == key)
+            {
+                request = slot.Value;
+                slot = default;
+                _slotsUsed--;
+                return true;
+            }
+
+            if (_overflow.Count == 0)
+            {
+                request = default;
+                return false;
+            }
+
+            return _overflow.Remove(key, out request);
+        }
+
+        /// <summary>A copy of every held request with its key, in no particular order (for reports, not per request).</summary>
+        public List<(long Key, ClientRequest Request)> Snapshot()
+        {
+            var all = new List<(long, ClientRequest)>(Count);
+            foreach (var slot in _slots)
+            {
+                if (slot.Used)
+                {
+                    all.Add((slot.Key, slot.Value));
+                }
+            }
+
+            foreach (var pair in _overflow)
+            {
+                all.Add((pair.Key, pair.Value));
+            }
+
+            return all;
+        }
+
+        private struct Slot
+        {
+            public ClientRequest Value;
+            public long Key;
+            public bool Used;
         }
     }
 
