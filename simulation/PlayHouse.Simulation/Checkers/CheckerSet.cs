@@ -436,6 +436,11 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     /// </summary>
     private static bool ChecksEachStep(IInvariantChecker checker)
     {
+        if (checker is IWrappingChecker wrapping)
+        {
+            return ChecksEachStep(wrapping.Inner);
+        }
+
         var declaring = checker.GetType().GetMethod(nameof(IInvariantChecker.CheckStep), Type.EmptyTypes)?.DeclaringType;
         return declaring != typeof(InvariantChecker) && declaring != typeof(RuntimeInvariantChecker);
     }
@@ -443,6 +448,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     /// <summary>True when a violation of <paramref name="checker"/> raises <see cref="CheckerContext.HasViolations"/> of this set.</summary>
     private bool SharesContext(IInvariantChecker checker) => checker switch
     {
+        IWrappingChecker wrapping => SharesContext(wrapping.Inner),
         InvariantChecker c => ReferenceEquals(c.Context, Context),
         RuntimeInvariantChecker c => ReferenceEquals(c.Context, Context),
         _ => false,

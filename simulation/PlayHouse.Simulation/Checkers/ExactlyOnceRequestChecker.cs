@@ -250,11 +250,21 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         {
             // The key wrapped (or was reused) while the old request was still waiting: its reply would now
             // complete the new request (B8).
-            Log.Record($"client {ledger.ClientId}: request key {requestKey} reused for nonce {nonce} while nonce {request.Nonce} was still outstanding");
+            ReportReused(ledger.ClientId, requestKey, nonce, request.Nonce);
         }
 
         request = new ClientRequest { Nonce = nonce, SentAtTicks = Context.NowTicks, State = ClientRequestState.Outstanding };
     }
+
+    // The violations of the per-request paths are built out of line: a message's formatting state would otherwise
+    // widen the stack frame that every request sets up and clears.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportReused(long clientId, long requestKey, long nonce, long outstandingNonce) =>
+        Log.Record($"client {clientId}: request key {requestKey} reused for nonce {nonce} while nonce {outstandingNonce} was still outstanding");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportMisPaired(long clientId, long requestKey, long nonce, long replyNonce) =>
+        Log.Record($"client {clientId}: request key {requestKey} (nonce {nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
 
     /// <summary>A simulated client completed request <paramref name="requestKey"/> with a reply carrying <paramref name="replyNonce"/>.</summary>
     public void OnClientRequestCompleted(long clientId, long requestKey, long replyNonce) =>
@@ -284,7 +294,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             _clientCompleted++;
             if (!failed && replyNonce != next.Nonce)
             {
-                Log.Record($"client {clientId}: request key {requestKey} (nonce {next.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
+                ReportMisPaired(clientId, requestKey, next.Nonce, replyNonce);
             }
 
             next.State = ClientRequestState.Completed;
@@ -295,6 +305,13 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             return;
         }
 
+        CompleteHeld(clientId, ledger, requestKey, replyNonce, failed, errorCode);
+    }
+
+    /// <summary>Any completion but the oldest open key's: held ahead of it, a second one, or one never sent.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void CompleteHeld(long clientId, ClientLedger? ledger, long requestKey, long replyNonce, bool failed, ushort errorCode)
+    {
         ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref ledger.Held.GetValueRefOrNullRef(requestKey);
         if (Unsafe.IsNullRef(ref request))
         {

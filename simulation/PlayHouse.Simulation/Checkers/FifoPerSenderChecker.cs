@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace PlayHouse.Simulation.Checkers;
 
 /// <summary>
@@ -101,6 +103,13 @@ public sealed class FifoPerSenderChecker : InvariantChecker
         }
 
         // The highest sequence stays the reference, so one late message is one violation, not a cascade.
+        ReportOutOfOrder(stage, senderId, senderSeq, last);
+    }
+
+    // Built out of line: a message's formatting state would otherwise widen the stack frame of every call.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportOutOfOrder(FifoStage stage, long senderId, long senderSeq, long last)
+    {
         var what = senderSeq == last ? "was delivered twice" : $"arrived after seq {last} (order went backwards)";
         Log.Record($"stage {stage.NodeId}/{stage.StageId}: sender {senderId} seq {senderSeq} {what}");
     }

@@ -1,4 +1,5 @@
 using System.Globalization;
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Simulation.Checkers;
@@ -82,8 +83,20 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
         if (length > cap && !queue.Exceeded)
         {
             queue.Exceeded = true;
-            Log.Record($"queue '{queueName}' held {length} entries, over its cap of {cap}");
+            ReportQueueOverCap(queueName, length, cap);
         }
+    }
+
+    // Built out of line: a message's formatting state would otherwise widen the stack frame of every call.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportQueueOverCap(string queueName, int length, int cap) =>
+        Log.Record($"queue '{queueName}' held {length} entries, over its cap of {cap}");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportMailboxOverCap(string nodeId, long stageId, int mailboxLength, int mailboxCap)
+    {
+        var cap = _mailboxCaps[nodeId];
+        Log.Record($"mailbox of stage {nodeId}/{stageId} held {mailboxLength} messages, over its cap of {mailboxCap} (MailboxCapacityMax {cap.CapacityMax} + {cap.InternalAllowance} internal entries)");
     }
 
     /// <summary>
@@ -136,8 +149,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
             if (mailboxLength > mailbox.Cap && !mailbox.Exceeded)
             {
                 mailbox.Exceeded = true;
-                var cap = _mailboxCaps[nodeId];
-                Log.Record($"mailbox of stage {nodeId}/{stageId} held {mailboxLength} messages, over its cap of {mailbox.Cap} (MailboxCapacityMax {cap.CapacityMax} + {cap.InternalAllowance} internal entries)");
+                ReportMailboxOverCap(nodeId, stageId, mailboxLength, mailbox.Cap);
             }
         }
     }

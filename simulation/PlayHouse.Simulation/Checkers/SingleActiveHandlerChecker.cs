@@ -90,9 +90,18 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
                 return;
             }
 
-            Log.Record($"stage {nodeId}/{stageId}: handler {DescribeWork(kind, msgId)} entered while {DescribeWork(stage.ActiveKind, stage.ActiveMsgId)} was still active ({stage.Active} handlers active at once)");
+            ReportSecondEntered(nodeId, stageId, kind, msgId, stage);
         }
     }
+
+    // Built out of line: a message's formatting state would otherwise widen the stack frame of every call.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportSecondEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId, StageActivity stage) =>
+        Log.Record($"stage {nodeId}/{stageId}: handler {DescribeWork(kind, msgId)} entered while {DescribeWork(stage.ActiveKind, stage.ActiveMsgId)} was still active ({stage.Active} handlers active at once)");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportExitWithoutEntry(string nodeId, long stageId) =>
+        Log.Record($"stage {nodeId}/{stageId}: a handler exited while none was active (exit without entry)");
 
     public override void OnHandlerExited(string nodeId, long stageId)
     {
@@ -101,7 +110,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
             var stage = _stages.GetOrAdd(nodeId, stageId, out _);
             if (stage.Active == 0)
             {
-                Log.Record($"stage {nodeId}/{stageId}: a handler exited while none was active (exit without entry)");
+                ReportExitWithoutEntry(nodeId, stageId);
                 return;
             }
 
