@@ -86,7 +86,13 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
             if (stage.Active == 1)
             {
                 stage.ActiveKind = kind;
-                stage.ActiveMsgId = msgId;
+
+                // Usually the same msg id instance as last time; skipping the store skips its GC write barrier.
+                if (!ReferenceEquals(stage.ActiveMsgId, msgId))
+                {
+                    stage.ActiveMsgId = msgId;
+                }
+
                 return;
             }
 
