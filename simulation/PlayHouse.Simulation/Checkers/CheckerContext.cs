@@ -9,6 +9,10 @@ public sealed class CheckerContext
 {
     // A clock's frequency never changes; read once, it saves a virtual call per reading of the time.
     private readonly long _frequency;
+
+    // The world's clock, when it is the one: read directly (it counts in ticks), not through a virtual call, since
+    // the checks after every event and every traced hook read the time.
+    private readonly SimTimeProvider? _simTime;
     private long _sequence;
     private volatile bool _hasViolations;
 
@@ -24,6 +28,7 @@ public sealed class CheckerContext
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(violationsKeptMax);
         Time = time;
         _frequency = time.TimestampFrequency;
+        _simTime = time as SimTimeProvider;
         ViolationsKeptMax = violationsKeptMax;
         SingleThreaded = singleThreaded;
     }
@@ -43,6 +48,11 @@ public sealed class CheckerContext
     {
         get
         {
+            if (_simTime is { } simTime)
+            {
+                return simTime.GetTimestamp();
+            }
+
             var timestamp = Time.GetTimestamp();
             var frequency = _frequency;
 
