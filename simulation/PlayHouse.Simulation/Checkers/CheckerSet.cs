@@ -64,6 +64,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     private readonly List<RuntimeObserver> _extraObservers = [];
 
     // Replaced, never changed in place, under _gate: the run loop reads them after every step without the lock.
+    // The per-step checkers added to the standard ones (which CheckStep calls directly).
     private IInvariantChecker[] _stepCheckers = [];
     private IInvariantChecker[] _extraCheckers = [];
     private readonly SimTrace? _trace;
@@ -89,7 +90,12 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
             throw new InvalidOperationException("The standard checkers changed; update StandardCheckerCount.");
         }
 
-        _stepCheckers = [.. _checkers.Where(ChecksEachStep)];
+        // The run loop calls the standard per-step checks directly (no interface dispatch per event), so the set of
+        // standard checkers that check each step is pinned here like their count above.
+        if (!_checkers.Where(ChecksEachStep).SequenceEqual([Handlers, Liveness]))
+        {
+            throw new InvalidOperationException("The standard per-step checkers changed; update CheckStep.");
+        }
     }
 
     public CheckerSetOptions Options { get; }
@@ -269,6 +275,9 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     /// <summary>Runs the cheap checks that hold after every step; false when any violation is recorded (stop the run).</summary>
     public bool CheckStep()
     {
+        // In the order of Checkers, as the added ones below.
+        Handlers.CheckStep();
+        Liveness.CheckStep();
         var checkers = Volatile.Read(ref _stepCheckers);
         for (var i = 0; i < checkers.Length; i++)
         {
@@ -427,6 +436,11 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     /// </summary>
     private static bool ChecksEachStep(IInvariantChecker checker)
     {
+        if (checker is IWrappingChecker wrapping)
+        {
+            return ChecksEachStep(wrapping.Inner);
+        }
+
         var declaring = checker.GetType().GetMethod(nameof(IInvariantChecker.CheckStep), Type.EmptyTypes)?.DeclaringType;
         return declaring != typeof(InvariantChecker) && declaring != typeof(RuntimeInvariantChecker);
     }
@@ -434,6 +448,7 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
     /// <summary>True when a violation of <paramref name="checker"/> raises <see cref="CheckerContext.HasViolations"/> of this set.</summary>
     private bool SharesContext(IInvariantChecker checker) => checker switch
     {
+        IWrappingChecker wrapping => SharesContext(wrapping.Inner),
         InvariantChecker c => ReferenceEquals(c.Context, Context),
         RuntimeInvariantChecker c => ReferenceEquals(c.Context, Context),
         _ => false,
@@ -457,6 +472,10 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
         private static readonly string[] EnterKinds = BuildKinds<StageWorkKind>("enter.");
         private static readonly string[] CompletedKinds = BuildKinds<RequestOutcome>("request.");
         private readonly Dictionary<(string A, string? B, string? C), string> _texts = [];
+        private string? _lastA;
+        private string? _lastB;
+        private string? _lastC;
+        private string? _lastText;
 
         public static string Lifecycle(LifecycleEvent value) => Kind(LifecycleKinds, (int)value, "lifecycle.", value);
 
@@ -468,6 +487,20 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
         public string Get(string a, string? b) => Get(a, b ?? "-", null);
 
         public string Get(string a, string? b, string? c)
+        {
+            // Hooks pass the same string instances over and over (a node's id, a cached msg id), so the last text
+            // asked for is found by reference before any string is hashed.
+            if (ReferenceEquals(a, _lastA) && ReferenceEquals(b, _lastB) && ReferenceEquals(c, _lastC))
+            {
+                return _lastText!;
+            }
+
+            var found = Lookup(a, b, c);
+            (_lastA, _lastB, _lastC, _lastText) = (a, b, c, found);
+            return found;
+        }
+
+        private string Lookup(string a, string? b, string? c)
         {
             if (_texts.TryGetValue((a, b, c), out var text))
             {

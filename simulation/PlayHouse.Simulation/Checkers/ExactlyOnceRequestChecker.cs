@@ -94,7 +94,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 var outstanding = 0;
                 foreach (var ledger in _clients.Values)
                 {
-                    foreach (var request in ledger.Held.Values)
+                    foreach (var (_, request) in ledger.Held.Snapshot())
                     {
                         if (request.State == ClientRequestState.Outstanding)
                         {
@@ -196,19 +196,75 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     {
         using (Context.Enter(_clientGate))
         {
-            _clientSent++;
-            var ledger = ClientLedgerOf(clientId, requestKey);
-            ref var request = ref CollectionsMarshal.GetValueRefOrAddDefault(ledger.Held, requestKey, out var seen);
-            if (seen && request.State == ClientRequestState.Outstanding)
-            {
-                // The key wrapped (or was reused) while the old request was still waiting: its reply would now
-                // complete the new request (B8).
-                Log.Record($"client {clientId}: request key {requestKey} reused for nonce {nonce} while nonce {request.Nonce} was still outstanding");
-            }
-
-            request = new ClientRequest { Nonce = nonce, SentAtTicks = Context.NowTicks, State = ClientRequestState.Outstanding };
+            Sent(ClientLedgerOf(clientId, requestKey), requestKey, nonce);
         }
     }
+
+    /// <summary>
+    /// A handle on one client's requests, for a client that reports each of its requests: the calls that take it
+    /// find the client's ledger without a lookup by id. It judges exactly as the calls by id do, and may be mixed
+    /// with them.
+    /// </summary>
+    public ClientRequests ForClient(long clientId) => new(clientId);
+
+    /// <summary>As <see cref="OnClientRequestSent(long, long, long)"/>, for the client of <paramref name="client"/> (from <see cref="ForClient"/> of this checker).</summary>
+    public void OnClientRequestSent(ClientRequests client, long requestKey, long nonce)
+    {
+        ArgumentNullException.ThrowIfNull(client);
+        using (Context.Enter(_clientGate))
+        {
+            Sent(client.Ledger ??= ClientLedgerOf(client.ClientId, requestKey), requestKey, nonce);
+        }
+    }
+
+    /// <summary>As <see cref="OnClientRequestCompleted(long, long, long)"/>, for the client of <paramref name="client"/>.</summary>
+    public void OnClientRequestCompleted(ClientRequests client, long requestKey, long replyNonce)
+    {
+        ArgumentNullException.ThrowIfNull(client);
+        using (Context.Enter(_clientGate))
+        {
+            Complete(client.ClientId, client.Ledger ??= _clients.GetValueOrDefault(client.ClientId), requestKey, replyNonce, failed: false, errorCode: 0);
+        }
+    }
+
+    /// <summary>As <see cref="OnClientRequestFailed(long, long, ushort)"/>, for the client of <paramref name="client"/>.</summary>
+    public void OnClientRequestFailed(ClientRequests client, long requestKey, ushort errorCode)
+    {
+        ArgumentNullException.ThrowIfNull(client);
+        using (Context.Enter(_clientGate))
+        {
+            Complete(client.ClientId, client.Ledger ??= _clients.GetValueOrDefault(client.ClientId), requestKey, 0, failed: true, errorCode);
+        }
+    }
+
+    private void Sent(ClientLedger ledger, long requestKey, long nonce)
+    {
+        _clientSent++;
+        ref var request = ref ledger.Held.GetValueRefOrAddDefault(requestKey, out var seen);
+        if (seen && request.State == ClientRequestState.Completed)
+        {
+            ledger.CompletedHeld--;
+        }
+
+        if (seen && request.State == ClientRequestState.Outstanding)
+        {
+            // The key wrapped (or was reused) while the old request was still waiting: its reply would now
+            // complete the new request (B8).
+            ReportReused(ledger.ClientId, requestKey, nonce, request.Nonce);
+        }
+
+        request = new ClientRequest { Nonce = nonce, SentAtTicks = Context.NowTicks, State = ClientRequestState.Outstanding };
+    }
+
+    // The violations of the per-request paths are built out of line: a message's formatting state would otherwise
+    // widen the stack frame that every request sets up and clears.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportReused(long clientId, long requestKey, long nonce, long outstandingNonce) =>
+        Log.Record($"client {clientId}: request key {requestKey} reused for nonce {nonce} while nonce {outstandingNonce} was still outstanding");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportMisPaired(long clientId, long requestKey, long nonce, long replyNonce) =>
+        Log.Record($"client {clientId}: request key {requestKey} (nonce {nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
 
     /// <summary>A simulated client completed request <paramref name="requestKey"/> with a reply carrying <paramref name="replyNonce"/>.</summary>
     public void OnClientRequestCompleted(long clientId, long requestKey, long replyNonce) =>
@@ -226,42 +282,72 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
             // A completion is usually followed by the same client's next send.
             _lastClient = ledger ?? _lastClient;
-            ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref CollectionsMarshal.GetValueRefOrNullRef(ledger.Held, requestKey);
-            if (Unsafe.IsNullRef(ref request))
-            {
-                if (ledger is not null && ledger.IsCompacted(requestKey))
-                {
-                    var earlier = ledger.FindCompacted(requestKey);
-                    var seconds = DescribeCompletion(failed, replyNonce, errorCode);
-                    Log.Record(earlier is { } first
-                        ? $"client {clientId}: request key {requestKey} (nonce {first.Nonce}) completed a second time ({seconds}); it had completed with {DescribeCompletion(first.CompletedFailed, first.CompletedNonce, first.CompletedErrorCode)}"
-                        : $"client {clientId}: request key {requestKey} completed a second time ({seconds}); it had completed before");
-                    return;
-                }
-
-                Log.Record($"client {clientId}: request key {requestKey} completed ({DescribeCompletion(failed, replyNonce, errorCode)}) but was never sent");
-                return;
-            }
-
-            if (request.State == ClientRequestState.Completed)
-            {
-                var first = DescribeCompletion(request.CompletedFailed, request.CompletedNonce, request.CompletedErrorCode);
-                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed a second time ({DescribeCompletion(failed, replyNonce, errorCode)}); it had completed with {first}");
-                return;
-            }
-
-            _clientCompleted++;
-            request.State = ClientRequestState.Completed;
-            request.CompletedFailed = failed;
-            request.CompletedNonce = replyNonce;
-            request.CompletedErrorCode = errorCode;
-            if (!failed && replyNonce != request.Nonce)
-            {
-                Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
-            }
-
-            ledger!.Compact(requestKey);
+            Complete(clientId, ledger, requestKey, replyNonce, failed, errorCode);
         }
+    }
+
+    private void Complete(long clientId, ClientLedger? ledger, long requestKey, long replyNonce, bool failed, ushort errorCode)
+    {
+        if (ledger is not null && ledger.TryCompleteNext(requestKey, out var next))
+        {
+            // The common case: the oldest open key completed, so it folds into the watermark at once.
+            _clientCompleted++;
+            if (!failed && replyNonce != next.Nonce)
+            {
+                ReportMisPaired(clientId, requestKey, next.Nonce, replyNonce);
+            }
+
+            next.State = ClientRequestState.Completed;
+            next.CompletedFailed = failed;
+            next.CompletedNonce = replyNonce;
+            next.CompletedErrorCode = errorCode;
+            ledger.FoldNext(requestKey, next);
+            return;
+        }
+
+        CompleteHeld(clientId, ledger, requestKey, replyNonce, failed, errorCode);
+    }
+
+    /// <summary>Any completion but the oldest open key's: held ahead of it, a second one, or one never sent.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void CompleteHeld(long clientId, ClientLedger? ledger, long requestKey, long replyNonce, bool failed, ushort errorCode)
+    {
+        ref var request = ref ledger is null ? ref Unsafe.NullRef<ClientRequest>() : ref ledger.Held.GetValueRefOrNullRef(requestKey);
+        if (Unsafe.IsNullRef(ref request))
+        {
+            if (ledger is not null && ledger.IsCompacted(requestKey))
+            {
+                var earlier = ledger.FindCompacted(requestKey);
+                var seconds = DescribeCompletion(failed, replyNonce, errorCode);
+                Log.Record(earlier is { } first
+                    ? $"client {clientId}: request key {requestKey} (nonce {first.Nonce}) completed a second time ({seconds}); it had completed with {DescribeCompletion(first.CompletedFailed, first.CompletedNonce, first.CompletedErrorCode)}"
+                    : $"client {clientId}: request key {requestKey} completed a second time ({seconds}); it had completed before");
+                return;
+            }
+
+            Log.Record($"client {clientId}: request key {requestKey} completed ({DescribeCompletion(failed, replyNonce, errorCode)}) but was never sent");
+            return;
+        }
+
+        if (request.State == ClientRequestState.Completed)
+        {
+            var first = DescribeCompletion(request.CompletedFailed, request.CompletedNonce, request.CompletedErrorCode);
+            Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed a second time ({DescribeCompletion(failed, replyNonce, errorCode)}); it had completed with {first}");
+            return;
+        }
+
+        _clientCompleted++;
+        ledger!.CompletedHeld++;
+        request.State = ClientRequestState.Completed;
+        request.CompletedFailed = failed;
+        request.CompletedNonce = replyNonce;
+        request.CompletedErrorCode = errorCode;
+        if (!failed && replyNonce != request.Nonce)
+        {
+            Log.Record($"client {clientId}: request key {requestKey} (nonce {request.Nonce}) completed with the reply to nonce {replyNonce} (mis-paired reply)");
+        }
+
+        ledger.Compact(requestKey);
     }
 
     /// <summary>The ledger of a client, created at its first request (whose key starts the compacted range).</summary>
@@ -322,11 +408,11 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             var open = new List<(long ClientId, long RequestKey)>();
             foreach (var ledger in _clients.Values)
             {
-                foreach (var pair in ledger.Held)
+                foreach (var (key, request) in ledger.Held.Snapshot())
                 {
-                    if (pair.Value.State == ClientRequestState.Outstanding && !pair.Value.Reported)
+                    if (request.State == ClientRequestState.Outstanding && !request.Reported)
                     {
-                        open.Add((ledger.ClientId, pair.Key));
+                        open.Add((ledger.ClientId, key));
                     }
                 }
             }
@@ -334,7 +420,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             open.Sort();
             foreach (var key in open)
             {
-                ref var request = ref CollectionsMarshal.GetValueRefOrNullRef(_clients[key.ClientId].Held, key.RequestKey);
+                ref var request = ref _clients[key.ClientId].Held.GetValueRefOrNullRef(key.RequestKey);
                 request.Reported = true;
                 Log.Record($"client {key.ClientId}: request key {key.RequestKey} (nonce {request.Nonce}, sent at {TimeSpan.FromTicks(request.SentAtTicks):c}) never completed: no reply, error or timeout");
             }
@@ -361,13 +447,13 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         public bool Reported;
     }
 
-    private enum ClientRequestState : byte
+    internal enum ClientRequestState : byte
     {
         Outstanding,
         Completed,
     }
 
-    private struct ClientRequest
+    internal struct ClientRequest
     {
         public long Nonce;
         public long SentAtTicks;
@@ -382,7 +468,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     /// The requests of one client: every key in (<c>_rangeStart</c>, <c>_watermark</c>] was sent and completed; the
     /// keys held one by one are outstanding, or completed ahead of an older outstanding key, or outside that range.
     /// </summary>
-    private sealed class ClientLedger(long clientId, long firstKey)
+    internal sealed class ClientLedger(long clientId, long firstKey)
     {
         // The last completions compacted into the watermark, by key modulo the ring's length, for violation messages.
         private const int RecentCompactedMax = 8;
@@ -392,7 +478,39 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
         public long ClientId { get; } = clientId;
 
-        public Dictionary<long, ClientRequest> Held { get; } = [];
+        public HeldRequests Held { get; } = new();
+
+        /// <summary>Requests held that completed (ahead of an outstanding key, or outside the range); none means no fold can happen.</summary>
+        public int CompletedHeld { get; set; }
+
+        /// <summary>
+        /// Takes the outstanding request of <paramref name="key"/> out of the held ones when it is the key right above
+        /// the watermark; false (nothing changed) for any other key or state.
+        /// </summary>
+        public bool TryCompleteNext(long key, out ClientRequest request)
+        {
+            if (key != _watermark + 1 || !Held.Remove(key, out request))
+            {
+                request = default;
+                return false;
+            }
+
+            if (request.State != ClientRequestState.Outstanding)
+            {
+                Held.GetValueRefOrAddDefault(key, out _) = request;
+                return false;
+            }
+
+            return true;
+        }
+
+        /// <summary>The request taken by <see cref="TryCompleteNext"/> completed: it moves the watermark, and so may later completions.</summary>
+        public void FoldNext(long key, in ClientRequest completed)
+        {
+            _watermark = key;
+            Remember(key, completed);
+            FoldCompleted();
+        }
 
         /// <summary>True when the key was sent and completed and has since been folded into the watermark.</summary>
         public bool IsCompacted(long key) => key > _rangeStart && key <= _watermark;
@@ -421,7 +539,12 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 return;
             }
 
-            while (Held.TryGetValue(_watermark + 1, out var next) && next.State == ClientRequestState.Completed)
+            FoldCompleted();
+        }
+
+        private void FoldCompleted()
+        {
+            while (CompletedHeld > 0 && Held.TryGetValue(_watermark + 1, out var next) && next.State == ClientRequestState.Completed)
             {
                 _watermark++;
                 Forget(_watermark);
@@ -431,8 +554,130 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         private void Forget(long key)
         {
             Held.Remove(key, out var request);
+            CompletedHeld--;
+            Remember(key, request);
+        }
+
+        private void Remember(long key, in ClientRequest request)
+        {
             var slot = (int)((ulong)key % RecentCompactedMax);
             _recentCompacted[slot] = (key, request);
+        }
+    }
+
+    /// <summary>
+    /// The requests of one client held one by one, by key. Keys are sequential and only a few are open at once, so a
+    /// key lives in the slot of its low bits when that slot is free, otherwise in an overflow map: the common send
+    /// and completion cost no hashing, and any key pattern still works.
+    /// </summary>
+    internal sealed class HeldRequests
+    {
+        private const int SlotCount = 16;
+        private readonly Slot[] _slots = new Slot[SlotCount];
+        private readonly Dictionary<long, ClientRequest> _overflow = [];
+        private int _slotsUsed;
+
+        public int Count => _slotsUsed + _overflow.Count;
+
+        /// <summary>The request of <paramref name="key"/>, or a null reference when it is not held.</summary>
+        public ref ClientRequest GetValueRefOrNullRef(long key)
+        {
+            ref var slot = ref _slots[(int)(key & (SlotCount - 1))];
+            if (slot.Used && slot.Key == key)
+            {
+                return ref slot.Value;
+            }
+
+            if (_overflow.Count == 0)
+            {
+                return ref Unsafe.NullRef<ClientRequest>();
+            }
+
+            return ref CollectionsMarshal.GetValueRefOrNullRef(_overflow, key);
+        }
+
+        /// <summary>The request of <paramref name="key"/>, added (as default) when it is not held.</summary>
+        public ref ClientRequest GetValueRefOrAddDefault(long key, out bool exists)
+        {
+            ref var held = ref GetValueRefOrNullRef(key);
+            if (!Unsafe.IsNullRef(ref held))
+            {
+                exists = true;
+                return ref held;
+            }
+
+            exists = false;
+            ref var slot = ref _slots[(int)(key & (SlotCount - 1))];
+            if (!slot.Used)
+            {
+                slot.Used = true;
+                slot.Key = key;
+                slot.Value = default;
+                _slotsUsed++;
+                return ref slot.Value;
+            }
+
+            return ref CollectionsMarshal.GetValueRefOrAddDefault(_overflow, key, out _);
+        }
+
+        public bool TryGetValue(long key, out ClientRequest request)
+        {
+            ref var held = ref GetValueRefOrNullRef(key);
+            if (Unsafe.IsNullRef(ref held))
+            {
+                request = default;
+                return false;
+            }
+
+            request = held;
+            return true;
+        }
+
+        public bool Remove(long key, out ClientRequest request)
+        {
+            ref var slot = ref _slots[(int)(key & (SlotCount - 1))];
+            if (slot.Used && slot.Key == key)
+            {
+                request = slot.Value;
+                slot = default;
+                _slotsUsed--;
+                return true;
+            }
+
+            if (_overflow.Count == 0)
+            {
+                request = default;
+                return false;
+            }
+
+            return _overflow.Remove(key, out request);
+        }
+
+        /// <summary>A copy of every held request with its key, in no particular order (for reports, not per request).</summary>
+        public List<(long Key, ClientRequest Request)> Snapshot()
+        {
+            var all = new List<(long, ClientRequest)>(Count);
+            foreach (var slot in _slots)
+            {
+                if (slot.Used)
+                {
+                    all.Add((slot.Key, slot.Value));
+                }
+            }
+
+            foreach (var pair in _overflow)
+            {
+                all.Add((pair.Key, pair.Value));
+            }
+
+            return all;
+        }
+
+        private struct Slot
+        {
+            public ClientRequest Value;
+            public long Key;
+            public bool Used;
         }
     }
 
@@ -479,4 +724,16 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             }
         }
     }
+}
+
+/// <summary>One client's requests in an <see cref="ExactlyOnceRequestChecker"/>, found once and reported often.</summary>
+/// <remarks>Not thread-safe on its own; the checker guards it with its lock.</remarks>
+public sealed class ClientRequests
+{
+    internal ClientRequests(long clientId) => ClientId = clientId;
+
+    public long ClientId { get; }
+
+    // Bound when the client's ledger first exists (its first send); ledgers are never dropped, so it stays valid.
+    internal ExactlyOnceRequestChecker.ClientLedger? Ledger { get; set; }
 }

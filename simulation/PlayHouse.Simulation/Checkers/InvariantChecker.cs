@@ -68,3 +68,14 @@ public abstract class RuntimeInvariantChecker : RuntimeObserver, IInvariantCheck
     /// <summary>A handler kind and msg id as violations print them.</summary>
     protected static string DescribeWork(StageWorkKind kind, string? msgId) => msgId is null ? kind.ToString() : $"{kind} '{msgId}'";
 }
+
+/// <summary>
+/// A checker that judges only through another checker, such as one that renames the violations of a standard
+/// checker: a <see cref="CheckerSet"/> schedules it as that checker (no per-step call when the inner one has no
+/// per-step check) and counts it as sharing the set's context when the inner one does.
+/// </summary>
+public interface IWrappingChecker
+{
+    /// <summary>The checker that records every violation of this one.</summary>
+    IInvariantChecker Inner { get; }
+}

@@ -1,5 +1,3 @@
-using System.Runtime.CompilerServices;
-using System.Runtime.InteropServices;
 using System.Text;
 
 namespace PlayHouse.Simulation.Checkers;
@@ -64,10 +62,10 @@ public sealed class LivenessChecker : InvariantChecker
     {
         using (Context.Enter(_gate))
         {
-            ref var client = ref CollectionsMarshal.GetValueRefOrAddDefault(_clients, clientId, out _);
+            var client = ClientOf(clientId, out _);
             client.RegisteredAtTicks = virtualTicks;
             client.ExpectsProgress = expectsProgress;
-            Arm(clientId, ref client);
+            Arm(clientId, client);
         }
     }
 
@@ -76,8 +74,7 @@ public sealed class LivenessChecker : InvariantChecker
     {
         using (Context.Enter(_gate))
         {
-            ref var client = ref CollectionsMarshal.GetValueRefOrNullRef(_clients, clientId);
-            if (!Unsafe.IsNullRef(ref client))
+            if (_clients.TryGetValue(clientId, out var client))
             {
                 client.ExpectsProgress = false;
             }
@@ -89,21 +86,55 @@ public sealed class LivenessChecker : InvariantChecker
     {
         using (Context.Enter(_gate))
         {
-            ref var client = ref CollectionsMarshal.GetValueRefOrAddDefault(_clients, clientId, out var seen);
-            if (!seen)
-            {
-                client.RegisteredAtTicks = virtualTicks;
-                client.ExpectsProgress = true;
-                Arm(clientId, ref client);
-            }
+            Progress(clientId, ClientOf(clientId, out var added), added, virtualTicks);
+        }
+    }
 
-            client.LastProgressTicks = virtualTicks;
-            client.EverProgressed = true;
-            if (!client.ProgressedSinceBaseline && virtualTicks >= client.BaselineTicks)
-            {
-                client.ProgressedSinceBaseline = true;
-                client.FirstProgressSinceBaselineTicks = virtualTicks;
-            }
+    /// <summary>
+    /// A handle on one client, for a client that reports progress per request: <see cref="OnProgress(LivenessClient, long)"/>
+    /// then finds it without a lookup by id. Taking a handle registers nothing.
+    /// </summary>
+    public LivenessClient ForClient(long clientId) => new(clientId);
+
+    /// <summary>As <see cref="OnProgress(long, long)"/>, for the client of <paramref name="handle"/> (from <see cref="ForClient"/> of this checker).</summary>
+    public void OnProgress(LivenessClient handle, long virtualTicks)
+    {
+        ArgumentNullException.ThrowIfNull(handle);
+        using (Context.Enter(_gate))
+        {
+            var added = false;
+            var client = handle.Progress ??= ClientOf(handle.ClientId, out added);
+            Progress(handle.ClientId, client, added, virtualTicks);
+        }
+    }
+
+    private ClientProgress ClientOf(long clientId, out bool added)
+    {
+        added = !_clients.TryGetValue(clientId, out var client);
+        if (added)
+        {
+            client = new ClientProgress();
+            _clients.Add(clientId, client);
+        }
+
+        return client!;
+    }
+
+    private void Progress(long clientId, ClientProgress client, bool added, long virtualTicks)
+    {
+        if (added)
+        {
+            client.RegisteredAtTicks = virtualTicks;
+            client.ExpectsProgress = true;
+            Arm(clientId, client);
+        }
+
+        client.LastProgressTicks = virtualTicks;
+        client.EverProgressed = true;
+        if (!client.ProgressedSinceBaseline && virtualTicks >= client.BaselineTicks)
+        {
+            client.ProgressedSinceBaseline = true;
+            client.FirstProgressSinceBaselineTicks = virtualTicks;
         }
     }
 
@@ -122,7 +153,7 @@ public sealed class LivenessChecker : InvariantChecker
             ids.Sort();
             foreach (var id in ids)
             {
-                Arm(id, ref CollectionsMarshal.GetValueRefOrNullRef(_clients, id));
+                Arm(id, _clients[id]);
             }
         }
     }
@@ -143,7 +174,7 @@ public sealed class LivenessChecker : InvariantChecker
 
     public override void CheckQuiescent() => Judge(Context.NowTicks, quiescent: true);
 
-    private void Arm(long clientId, ref ClientProgress client)
+    private void Arm(long clientId, ClientProgress client)
     {
         // A newer arm version makes any deadline still queued for this client stale; it is skipped when popped.
         client.ArmVersion++;
@@ -171,7 +202,7 @@ public sealed class LivenessChecker : InvariantChecker
             while (_deadlines.TryPeek(out var entry, out var deadline) && (quiescent || deadline <= nowTicks))
             {
                 _deadlines.Dequeue();
-                ref var client = ref CollectionsMarshal.GetValueRefOrNullRef(_clients, entry.ClientId);
+                var client = _clients[entry.ClientId];
                 if (entry.ArmVersion != client.ArmVersion || client.Judged || !client.ExpectsProgress)
                 {
                     // Re-armed since (a newer deadline is queued), already judged, or done with its work.
@@ -226,7 +257,7 @@ public sealed class LivenessChecker : InvariantChecker
         Log.RecordAt(nowTicks, text.ToString());
     }
 
-    private struct ClientProgress
+    internal sealed class ClientProgress
     {
         public long RegisteredAtTicks;
         public long BaselineTicks;
@@ -238,4 +269,16 @@ public sealed class LivenessChecker : InvariantChecker
         public bool ProgressedSinceBaseline;
         public bool Judged;
     }
+}
+
+/// <summary>One client of a <see cref="LivenessChecker"/>, found once and reported often.</summary>
+/// <remarks>Not thread-safe on its own; the checker guards it with its lock.</remarks>
+public sealed class LivenessClient
+{
+    internal LivenessClient(long clientId) => ClientId = clientId;
+
+    public long ClientId { get; }
+
+    // Bound when the client is first known to the checker; clients are never dropped, so it stays valid.
+    internal LivenessChecker.ClientProgress? Progress { get; set; }
 }

@@ -1,12 +1,12 @@
 using System.Globalization;
-using System.Runtime.InteropServices;
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Simulation.Checkers;
 
 /// <summary>
 /// Every queue stays within its cap (B15). Named queues (session send queues, RTT trackers, network paths)
-/// are reported through <see cref="Observe"/>; stage mailboxes through the <see cref="OnMailboxPosted"/> hook
+/// are reported through <see cref="Observe(string, int, int)"/>; stage mailboxes through the <see cref="OnMailboxPosted"/> hook
 /// against the cap registered for their node with <see cref="WatchMailboxes(string, int, int)"/>. Records the
 /// high-water mark of every queue; a queue over its cap is one violation, at the first overflow.
 /// </summary>
@@ -17,7 +17,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
 
     private readonly Lock _gate = new();
     private readonly Dictionary<string, QueueState> _named = new(StringComparer.Ordinal);
-    private readonly Dictionary<(string NodeId, long StageId), QueueState> _mailboxes = [];
+    private readonly StageMap<QueueState> _mailboxes = new(static (_, _) => new QueueState());
     private readonly Dictionary<string, MailboxCap> _mailboxCaps = new(StringComparer.Ordinal);
 
     public QueueCapChecker(CheckerContext context)
@@ -36,19 +36,67 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
         ArgumentException.ThrowIfNullOrEmpty(queueName);
         using (Context.Enter(_gate))
         {
-            ref var queue = ref CollectionsMarshal.GetValueRefOrAddDefault(_named, queueName, out _);
-            queue.Cap = cap;
-            if (length > queue.HighWater)
-            {
-                queue.HighWater = length;
-            }
-
-            if (length > cap && !queue.Exceeded)
-            {
-                queue.Exceeded = true;
-                Log.Record($"queue '{queueName}' held {length} entries, over its cap of {cap}");
-            }
+            Observe(queueName, NamedStateOf(queueName), length, cap);
         }
+    }
+
+    /// <summary>
+    /// A handle on the named queue, for a caller that observes it often: <see cref="Observe(NamedQueue, int, int)"/>
+    /// then finds the queue without a lookup by name. The queue is listed from its first observation on, as with
+    /// <see cref="Observe(string, int, int)"/>.
+    /// </summary>
+    public NamedQueue Queue(string queueName)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(queueName);
+        return new NamedQueue(queueName);
+    }
+
+    /// <summary>Records the length of the queue of <paramref name="queue"/> (from <see cref="Queue"/> of this checker) and checks it against <paramref name="cap"/>.</summary>
+    public void Observe(NamedQueue queue, int length, int cap)
+    {
+        ArgumentNullException.ThrowIfNull(queue);
+        using (Context.Enter(_gate))
+        {
+            Observe(queue.Name, queue.State ??= NamedStateOf(queue.Name), length, cap);
+        }
+    }
+
+    private QueueState NamedStateOf(string queueName)
+    {
+        if (!_named.TryGetValue(queueName, out var state))
+        {
+            state = new QueueState();
+            _named.Add(queueName, state);
+        }
+
+        return state;
+    }
+
+    private void Observe(string queueName, QueueState queue, int length, int cap)
+    {
+        queue.Cap = cap;
+        if (length > queue.HighWater)
+        {
+            queue.HighWater = length;
+        }
+
+        if (length > cap && !queue.Exceeded)
+        {
+            queue.Exceeded = true;
+            ReportQueueOverCap(queueName, length, cap);
+        }
+    }
+
+    // Built out of line: a message's formatting state would otherwise widen the stack frame of every call.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportQueueOverCap(string queueName, int length, int cap) =>
+        Log.Record($"queue '{queueName}' held {length} entries, over its cap of {cap}");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportMailboxOverCap(string nodeId, long stageId, int mailboxLength, int mailboxCap)
+    {
+        var cap = _mailboxCaps[nodeId];
+        Log.Record($"mailbox of stage {nodeId}/{stageId} held {mailboxLength} messages, over its cap of {mailboxCap} (MailboxCapacityMax {cap.CapacityMax} + {cap.InternalAllowance} internal entries)");
     }
 
     /// <summary>
@@ -86,8 +134,8 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
     {
         using (Context.Enter(_gate))
         {
-            ref var mailbox = ref CollectionsMarshal.GetValueRefOrAddDefault(_mailboxes, (nodeId, stageId), out var seen);
-            if (!seen)
+            var mailbox = _mailboxes.GetOrAdd(nodeId, stageId, out var added);
+            if (added)
             {
                 // An unwatched node's mailboxes are recorded but uncapped.
                 mailbox.Cap = _mailboxCaps.TryGetValue(nodeId, out var cap) ? cap.Total : int.MaxValue;
@@ -101,8 +149,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
             if (mailboxLength > mailbox.Cap && !mailbox.Exceeded)
             {
                 mailbox.Exceeded = true;
-                var cap = _mailboxCaps[nodeId];
-                Log.Record($"mailbox of stage {nodeId}/{stageId} held {mailboxLength} messages, over its cap of {mailbox.Cap} (MailboxCapacityMax {cap.CapacityMax} + {cap.InternalAllowance} internal entries)");
+                ReportMailboxOverCap(nodeId, stageId, mailboxLength, mailbox.Cap);
             }
         }
     }
@@ -123,7 +170,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
 
             named.Sort(static (a, b) => string.CompareOrdinal(a.Name, b.Name));
 
-            var mailboxKeys = new List<(string NodeId, long StageId)>(_mailboxes.Keys);
+            var mailboxKeys = new List<(string NodeId, long StageId)>(_mailboxes.All.Keys);
             mailboxKeys.Sort(static (a, b) =>
             {
                 var byNode = string.CompareOrdinal(a.NodeId, b.NodeId);
@@ -131,7 +178,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
             });
             foreach (var key in mailboxKeys)
             {
-                var mailbox = _mailboxes[key];
+                var mailbox = _mailboxes.All[key];
                 named.Add(new QueueHighWater(MailboxName(key.NodeId, key.StageId), mailbox.HighWater, mailbox.Cap));
             }
 
@@ -142,7 +189,7 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
     /// <summary>The name a mailbox has in <see cref="GetHighWaters"/>.</summary>
     public static string MailboxName(string nodeId, long stageId) => string.Create(CultureInfo.InvariantCulture, $"mailbox {nodeId}/{stageId}");
 
-    private struct QueueState
+    internal sealed class QueueState
     {
         public int HighWater;
         public int Cap;
@@ -153,6 +200,18 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
     {
         public int Total => (int)Math.Min(int.MaxValue, (long)CapacityMax + InternalAllowance);
     }
+}
+
+/// <summary>A named queue of a <see cref="QueueCapChecker"/>, found once and observed often.</summary>
+/// <remarks>Not thread-safe on its own; the checker guards it with its lock.</remarks>
+public sealed class NamedQueue
+{
+    internal NamedQueue(string name) => Name = name;
+
+    public string Name { get; }
+
+    // Bound at the first observation, so a queue never observed is never listed.
+    internal QueueCapChecker.QueueState? State { get; set; }
 }
 
 /// <summary>The most entries a queue held, and its cap (<see cref="int.MaxValue"/>: none registered).</summary>

@@ -1,4 +1,4 @@
-using System.Runtime.InteropServices;
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Simulation.Checkers;
@@ -18,7 +18,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     public const string CheckerName = "SingleActiveHandler";
 
     private readonly Lock _gate = new();
-    private readonly Dictionary<(string NodeId, long StageId), StageActivity> _stages = [];
+    private readonly StageMap<StageActivity> _stages = new(static (_, _) => new StageActivity());
     private int _activeTotal;
     private int _highWater;
     private long _entries;
@@ -53,8 +53,8 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     {
         using (Context.Enter(_gate))
         {
-            var list = new List<StageHandlerHighWater>(_stages.Count);
-            foreach (var pair in _stages)
+            var list = new List<StageHandlerHighWater>(_stages.All.Count);
+            foreach (var pair in _stages.All)
             {
                 list.Add(new StageHandlerHighWater(pair.Key.NodeId, pair.Key.StageId, pair.Value.HighWater));
             }
@@ -73,7 +73,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
         using (Context.Enter(_gate))
         {
             _entries++;
-            ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
+            var stage = _stages.GetOrAdd(nodeId, stageId, out _);
             stage.Active++;
             stage.Entries++;
             _activeTotal++;
@@ -86,22 +86,37 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
             if (stage.Active == 1)
             {
                 stage.ActiveKind = kind;
-                stage.ActiveMsgId = msgId;
+
+                // Usually the same msg id instance as last time; skipping the store skips its GC write barrier.
+                if (!ReferenceEquals(stage.ActiveMsgId, msgId))
+                {
+                    stage.ActiveMsgId = msgId;
+                }
+
                 return;
             }
 
-            Log.Record($"stage {nodeId}/{stageId}: handler {DescribeWork(kind, msgId)} entered while {DescribeWork(stage.ActiveKind, stage.ActiveMsgId)} was still active ({stage.Active} handlers active at once)");
+            ReportSecondEntered(nodeId, stageId, kind, msgId, stage);
         }
     }
+
+    // Built out of line: a message's formatting state would otherwise widen the stack frame of every call.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportSecondEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId, StageActivity stage) =>
+        Log.Record($"stage {nodeId}/{stageId}: handler {DescribeWork(kind, msgId)} entered while {DescribeWork(stage.ActiveKind, stage.ActiveMsgId)} was still active ({stage.Active} handlers active at once)");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportExitWithoutEntry(string nodeId, long stageId) =>
+        Log.Record($"stage {nodeId}/{stageId}: a handler exited while none was active (exit without entry)");
 
     public override void OnHandlerExited(string nodeId, long stageId)
     {
         using (Context.Enter(_gate))
         {
-            ref var stage = ref CollectionsMarshal.GetValueRefOrAddDefault(_stages, (nodeId, stageId), out _);
+            var stage = _stages.GetOrAdd(nodeId, stageId, out _);
             if (stage.Active == 0)
             {
-                Log.Record($"stage {nodeId}/{stageId}: a handler exited while none was active (exit without entry)");
+                ReportExitWithoutEntry(nodeId, stageId);
                 return;
             }
 
@@ -115,28 +130,39 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     {
         using (Context.Enter(_gate))
         {
-            foreach (var key in _stages.Keys.Where(k => k.NodeId == nodeId).ToList())
+            foreach (var pair in _stages.All)
             {
-                ref var stage = ref CollectionsMarshal.GetValueRefOrNullRef(_stages, key);
-                _activeTotal -= stage.Active;
-                stage.Active = 0;
+                if (pair.Key.NodeId == nodeId)
+                {
+                    _activeTotal -= pair.Value.Active;
+                    pair.Value.Active = 0;
+                }
             }
         }
     }
 
     /// <summary>Between two steps of the single-threaded world every handler has exited (an await exits too).</summary>
-    public override void CheckStep() => ReportStillActive("at the end of a step");
+    public override void CheckStep()
+    {
+        // The total makes the common case one read without the lock, inlined into the run loop; the scan (a large
+        // method, costly to call per event) runs only when something is wrong.
+        if (Volatile.Read(ref _activeTotal) != 0)
+        {
+            ReportStillActive("at the end of a step");
+        }
+    }
 
-    public override void CheckQuiescent() => ReportStillActive("at quiescence");
+    public override void CheckQuiescent()
+    {
+        if (Volatile.Read(ref _activeTotal) != 0)
+        {
+            ReportStillActive("at quiescence");
+        }
+    }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
     private void ReportStillActive(string when)
     {
-        // The total makes the common case one read without the lock; the scan runs only when something is wrong.
-        if (Volatile.Read(ref _activeTotal) == 0)
-        {
-            return;
-        }
-
         using (Context.Enter(_gate))
         {
             if (_activeTotal == 0)
@@ -145,7 +171,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
             }
 
             var stuck = new List<(string NodeId, long StageId)>();
-            foreach (var pair in _stages)
+            foreach (var pair in _stages.All)
             {
                 if (pair.Value.Active > 0 && pair.Value.ReportedAtEntries != pair.Value.Entries)
                 {
@@ -160,7 +186,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
             });
             foreach (var key in stuck)
             {
-                ref var stage = ref CollectionsMarshal.GetValueRefOrNullRef(_stages, key);
+                var stage = _stages.All[key];
 
                 // Reported once per stuck entry, so a handler that never exits is one violation, not one per step.
                 stage.ReportedAtEntries = stage.Entries;
@@ -169,7 +195,7 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
         }
     }
 
-    private struct StageActivity
+    private sealed class StageActivity
     {
         public int Active;
         public int HighWater;

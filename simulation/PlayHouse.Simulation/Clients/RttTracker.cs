@@ -1,4 +1,5 @@
 using System.Numerics;
+using System.Runtime.CompilerServices;
 using PlayHouse.Simulation.Metrics;
 
 namespace PlayHouse.Simulation.Clients;
@@ -150,10 +151,7 @@ public sealed class RttTracker : IRttTracker
             case SlotState.InFlight:
                 if (receivedTicks < slot.SentTicks)
                 {
-                    throw new ArgumentOutOfRangeException(
-                        nameof(receivedTicks),
-                        receivedTicks,
-                        $"Reply {seq} received before its request was sent at {slot.SentTicks}: the clock went backwards.");
+                    ThrowClockWentBack(seq, receivedTicks, slot.SentTicks);
                 }
 
                 rttTicks = receivedTicks - slot.SentTicks;
@@ -222,6 +220,13 @@ public sealed class RttTracker : IRttTracker
         return expired;
     }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowClockWentBack(ushort seq, long receivedTicks, long sentTicks) =>
+        throw new ArgumentOutOfRangeException(
+            nameof(receivedTicks),
+            receivedTicks,
+            $"Reply {seq} received before its request was sent at {sentTicks}: the clock went backwards.");
+
     private ref PhaseCounters PhaseOf(bool measured)
     {
         if (measured)
@@ -235,12 +240,17 @@ public sealed class RttTracker : IRttTracker
     private void AssertBalanced()
     {
         // Checked where the counts change, so a broken identity fails at the operation that broke it.
-        if (!_warmUp.Snapshot().IsBalanced || !_measuring.Snapshot().IsBalanced || InFlight > InFlightWindow)
+        if (!_warmUp.IsBalanced || !_measuring.IsBalanced || InFlight > InFlightWindow)
         {
-            throw new InvalidOperationException(
-                $"RTT tracker out of balance: warm-up {_warmUp.Snapshot()}, measured {_measuring.Snapshot()}, window {InFlightWindow}.");
+            ThrowOutOfBalance();
         }
     }
+
+    // Out of line: the message's formatting would otherwise widen the frame of every request and reply.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ThrowOutOfBalance() =>
+        throw new InvalidOperationException(
+            $"RTT tracker out of balance: warm-up {_warmUp.Snapshot()}, measured {_measuring.Snapshot()}, window {InFlightWindow}.");
 
     private enum SlotState : byte
     {
@@ -267,6 +277,9 @@ public sealed class RttTracker : IRttTracker
         public int InFlight;
         public long Late;
         public long Duplicate;
+
+        /// <summary>As <see cref="RttPhaseCounts.IsBalanced"/>, without building the snapshot.</summary>
+        public readonly bool IsBalanced => Sent == Matched + Lost + InFlight;
 
         public readonly RttPhaseCounts Snapshot() => new(Sent, Matched, Lost, InFlight, Late, Duplicate);
     }

@@ -93,42 +93,13 @@ public static class SimRunner
             }
 
             var limitTicks = TimeSpan.FromMilliseconds(options.VirtualTimeLimitMs).Ticks;
-            var sinceCheck = 0;
 
             // The world's context stays installed across the loop, so each step need not swap it in and out.
             var callerContext = SynchronizationContext.Current;
             SynchronizationContext.SetSynchronizationContext(world.SynchronizationContext);
             try
             {
-                while (!run.IsDone)
-                {
-                    if (world.NowTicks > limitTicks)
-                    {
-                        timedOut = true;
-                        break;
-                    }
-
-                    if (!world.Step())
-                    {
-                        // Nothing left to happen but the workload is not done: it is stuck.
-                        timedOut = true;
-                        break;
-                    }
-
-                    if (++sinceCheck >= settings.CheckEveryEvents)
-                    {
-                        sinceCheck = 0;
-                        if (!checkers!.CheckStep())
-                        {
-                            break;
-                        }
-                    }
-
-                    if (settings.Progress is not null && world.EventsExecuted % settings.ProgressEvents == 0)
-                    {
-                        settings.Progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
-                    }
-                }
+                timedOut = StepUntilDone(world, run, checkers!, limitTicks, settings);
             }
             finally
             {
@@ -168,6 +139,48 @@ public static class SimRunner
             cluster?.World.Trace.Attach(null);
             cluster?.Dispose();
         }
+    }
+
+    /// <summary>
+    /// Steps the world until the workload is done, a checker records a violation, nothing is left to happen or the
+    /// virtual time limit passes; true for the last two (the run timed out). A method of its own, so that what the
+    /// loop reads per event lives in registers, not in the closure the run's lambdas share.
+    /// </summary>
+    private static bool StepUntilDone(SimWorld world, IScenarioRun run, CheckerSet checkers, long limitTicks, RunSettings settings)
+    {
+        var sinceCheck = 0;
+        var checkEveryEvents = settings.CheckEveryEvents;
+        var progress = settings.Progress;
+        var progressEvents = settings.ProgressEvents;
+        while (!run.IsDone)
+        {
+            if (world.NowTicks > limitTicks)
+            {
+                return true;
+            }
+
+            if (!world.Step())
+            {
+                // Nothing left to happen but the workload is not done: it is stuck.
+                return true;
+            }
+
+            if (++sinceCheck >= checkEveryEvents)
+            {
+                sinceCheck = 0;
+                if (!checkers.CheckStep())
+                {
+                    return false;
+                }
+            }
+
+            if (progress is not null && world.EventsExecuted % progressEvents == 0)
+            {
+                progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
+            }
+        }
+
+        return false;
     }
 
     private sealed class Callback(Action action) : IThreadPoolWorkItem
