@@ -125,6 +125,16 @@ public sealed class SimWorld
         }
     }
 
+    /// <summary>Queues a work item at the current instant for a caller that has already checked the thread.</summary>
+    internal void ScheduleNowChecked(IThreadPoolWorkItem item)
+    {
+        _queue.Enqueue(new EventEntry(NowTicks, ++_nextSequence, item, 0), NowTicks);
+        if (_queue.Count > PendingEventHighWater)
+        {
+            PendingEventHighWater = _queue.Count;
+        }
+    }
+
     /// <summary>The tag of the event running now (see <see cref="ScheduleTaggedAt"/>); 0 for an untagged one.</summary>
     internal long CurrentEventTag { get; private set; }
 
@@ -261,24 +271,33 @@ public sealed class SimWorld
     }
 
     /// <summary>
-    /// The world's queue: events due within <see cref="NearHorizonTicks"/> of now in one heap, later ones (timeouts,
-    /// heartbeats, idle timers) in another, and each dequeue takes the earlier of the two heads. With 10,000 clients
-    /// some 20,000 of the 25,000 queued events are such timers; kept apart, the heap every network hop sifts through
-    /// stays a few thousand entries deep and in cache. The order is the (time, sequence) order either way.
+    /// The world's queue: events due at the current instant (stage turns, continuations) in a FIFO lane, events due
+    /// within <see cref="NearHorizonTicks"/> of now in one heap, later ones (timeouts, heartbeats, idle timers) in
+    /// another, and each dequeue takes the earliest of the three heads. With 10,000 clients some 20,000 of the 25,000
+    /// queued events are such timers; kept apart, the heap every network hop sifts through stays a few thousand
+    /// entries deep and in cache. An event queued for the current instant has a higher sequence than everything
+    /// already queued, so the lane is in (time, sequence) order by construction and costs no sift at all. The order
+    /// is the (time, sequence) order either way.
     /// </summary>
     private sealed class EventQueue
     {
         private const long NearHorizonTicks = 100 * TimeSpan.TicksPerMillisecond;
         private readonly EventHeap _near = new();
         private readonly EventHeap _far = new();
+        private readonly EventLane _now = new();
 
-        public int Count => _near.Count + _far.Count;
+        public int Count => _near.Count + _far.Count + _now.Count;
 
-        public long PeekTimeTicks() => _far.Count == 0 || (_near.Count > 0 && _near.Peek().RunsBefore(_far.Peek())) ? _near.Peek().TimeTicks : _far.Peek().TimeTicks;
+        public long PeekTimeTicks() => Head().TimeTicks;
 
+        /// <summary>Queues <paramref name="entry"/>; one due at <paramref name="nowTicks"/> must be later in (time, sequence) than every queued one due then.</summary>
         public void Enqueue(in EventEntry entry, long nowTicks)
         {
-            if (entry.TimeTicks - nowTicks > NearHorizonTicks)
+            if (entry.TimeTicks == nowTicks)
+            {
+                _now.Enqueue(entry);
+            }
+            else if (entry.TimeTicks - nowTicks > NearHorizonTicks)
             {
                 _far.Enqueue(entry);
             }
@@ -288,7 +307,76 @@ public sealed class SimWorld
             }
         }
 
-        public EventEntry Dequeue() => _far.Count == 0 || (_near.Count > 0 && _near.Peek().RunsBefore(_far.Peek())) ? _near.Dequeue() : _far.Dequeue();
+        public EventEntry Dequeue()
+        {
+            // The lane holds only events of the current instant; a heap head due at that instant was queued before
+            // time reached it and so precedes the lane, which the (time, sequence) comparison tells as well.
+            if (_now.Count > 0)
+            {
+                ref readonly var lane = ref _now.Peek();
+                if ((_near.Count == 0 || lane.RunsBefore(_near.Peek())) && (_far.Count == 0 || lane.RunsBefore(_far.Peek())))
+                {
+                    return _now.Dequeue();
+                }
+            }
+
+            return _far.Count == 0 || (_near.Count > 0 && _near.Peek().RunsBefore(_far.Peek())) ? _near.Dequeue() : _far.Dequeue();
+        }
+
+        private ref readonly EventEntry Head()
+        {
+            if (_now.Count > 0)
+            {
+                ref readonly var lane = ref _now.Peek();
+                if ((_near.Count == 0 || lane.RunsBefore(_near.Peek())) && (_far.Count == 0 || lane.RunsBefore(_far.Peek())))
+                {
+                    return ref lane;
+                }
+            }
+
+            return ref _far.Count == 0 || (_near.Count > 0 && _near.Peek().RunsBefore(_far.Peek())) ? ref _near.Peek() : ref _far.Peek();
+        }
+    }
+
+    /// <summary>A FIFO ring of events due at the current instant, queued in (time, sequence) order.</summary>
+    private sealed class EventLane
+    {
+        private EventEntry[] _entries = new EventEntry[256];
+        private int _head;
+
+        public int Count { get; private set; }
+
+        public ref readonly EventEntry Peek() => ref _entries[_head];
+
+        public void Enqueue(in EventEntry entry)
+        {
+            if (Count == _entries.Length)
+            {
+                // Grow by doubling, unrolling the ring so the head is at 0 again; the length stays a power of two.
+                var grown = new EventEntry[_entries.Length * 2];
+                for (var i = 0; i < Count; i++)
+                {
+                    grown[i] = _entries[(_head + i) & (_entries.Length - 1)];
+                }
+
+                _entries = grown;
+                _head = 0;
+            }
+
+            _entries[(_head + Count) & (_entries.Length - 1)] = entry;
+            Count++;
+        }
+
+        public EventEntry Dequeue()
+        {
+            var entry = _entries[_head];
+
+            // Clear the vacated slot so the lane holds no work item it no longer owns.
+            _entries[_head] = default;
+            _head = (_head + 1) & (_entries.Length - 1);
+            Count--;
+            return entry;
+        }
     }
 
     /// <summary>
