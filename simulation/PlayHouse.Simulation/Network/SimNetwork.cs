@@ -86,7 +86,8 @@ public delegate void DatagramHandler(string fromEndpoint, ReadOnlySpan<byte> dat
 /// The simulated network: named endpoints, per directed path latency, loss, duplication, reordering,
 /// bandwidth, clogging and partitions; stream connections that deliver bytes in order or break; datagrams
 /// that may be lost, duplicated or reordered. Every decision draws from the network's own PRNG, every
-/// fault is counted and traced, and every byte in flight sits in a pooled buffer of its checked pool.
+/// fault is counted and traced. A datagram in flight sits in a pooled buffer of the network's checked pool; the
+/// bytes in flight on a stream direction sit in that direction's own store, checked against its send queue.
 /// </summary>
 /// <remarks>
 /// Each direction of a stream is a FIFO of segments with ready times; one pump event at a time delivers its
@@ -119,9 +120,9 @@ public sealed class SimNetwork
         _random = random;
         Defaults = defaults ?? new PathOptions();
         Defaults.Validate();
-        // Bytes in flight peak at tens of thousands of buffers with 10,000 clients. A pool that kept only the default
-        // 256 per class dropped the rest to the GC and allocated them again (about 46,000 fresh buffers a run, each
-        // cold); what it keeps is still bounded by the send-queue caps, which bound the bytes in flight.
+        // Only datagrams pass through this pool (stream bytes sit in their directions). A datagram-heavy run with many
+        // clients may still have tens of thousands in flight; a pool that kept only the default 256 per class would drop
+        // the rest to the GC and allocate them again, so it keeps up to InFlightBuffersRetainedMax per class.
         Buffers = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, LocalCacheCapacityPerClass = 64, GlobalCapacityPerClass = InFlightBuffersRetainedMax });
     }
 
@@ -132,7 +133,7 @@ public sealed class SimNetwork
 
     public NetworkCounters Counters { get; } = new();
 
-    /// <summary>The pool holding bytes in flight; empty when nothing is in flight.</summary>
+    /// <summary>The pool holding datagrams in flight; empty when none is in flight. Stream bytes in flight are not pooled.</summary>
     public MessagePool Buffers { get; }
 
     /// <summary>How long stream data may stay stuck on a partitioned path before both ends see a reset.</summary>
@@ -275,7 +276,7 @@ public sealed class SimNetwork
         _open.Add(server.ConnectionId, server);
         Counters.ConnectionsOpened++;
         Trace("net.connect", client.ConnectionId, server.ConnectionId, $"{fromEndpoint}->{toEndpoint}");
-        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, default, arrival, EndsSend: false, Reason: null));
+        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, 0, arrival, EndsSend: false, Reason: null));
         return client;
     }
 
@@ -330,8 +331,8 @@ public sealed class SimNetwork
         {
             var remaining = bytes.Length - offset;
             var length = i == chunks - 1 ? remaining : 1 + _random.NextInt(Math.Max(1, remaining - (chunks - 1 - i)));
-            var data = Buffers.Copy(bytes.Slice(offset, length), "net-inflight");
-            Enqueue(direction, new StreamSegment(SegmentKind.Data, data, arrival, EndsSend: i == chunks - 1, Reason: null));
+            direction.AppendBytes(bytes.Slice(offset, length));
+            Enqueue(direction, new StreamSegment(SegmentKind.Data, length, arrival, EndsSend: i == chunks - 1, Reason: null));
             offset += length;
         }
 
@@ -350,7 +351,7 @@ public sealed class SimNetwork
         if (!to.IsClosedNotified)
         {
             // The close travels behind this end's data, so everything sent before it arrives first.
-            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, default, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false, reason));
+            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, 0, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false, reason));
         }
     }
 
@@ -552,7 +553,7 @@ public sealed class SimNetwork
 
     private void DeliverData(StreamDirection direction, SimConnection target, StreamSegment segment)
     {
-        var length = segment.Data.Length;
+        var length = segment.Length;
         direction.QueuedBytes -= length;
         Assert(direction.QueuedBytes >= 0, "a send queue went negative");
         Counters.StreamBytesDelivered += length;
@@ -564,11 +565,11 @@ public sealed class SimNetwork
         Trace("net.deliver", target.ConnectionId, length, null);
         try
         {
-            target.Deliver(segment.Data.Span);
+            target.Deliver(direction.BeginDelivery(length));
         }
         finally
         {
-            segment.Data.Dispose();
+            direction.EndDelivery();
         }
     }
 
@@ -615,13 +616,14 @@ public sealed class SimNetwork
             }
 
             Counters.StreamSegmentsHeld++;
-            Trace("net.hold", direction.Sender.ConnectionId, segment.Kind == SegmentKind.Data ? segment.Data.Length : 0, null);
+            Trace("net.hold", direction.Sender.ConnectionId, segment.Length, null);
         }
     }
 
     /// <summary>Throws away everything a direction still carries (the connection broke or its receiver closed).</summary>
     private void DiscardAll(StreamDirection direction)
     {
+        Assert(direction.BytesHeld == direction.QueuedBytes, "a direction's byte store and its send queue disagree");
         CountHeld(direction);
         if (direction.IsBlocked)
         {
@@ -634,17 +636,17 @@ public sealed class SimNetwork
         {
             if (segment.Kind == SegmentKind.Data)
             {
-                bytes += segment.Data.Length;
-                direction.Sender.QueuedBytes -= segment.Data.Length;
-                Counters.StreamBytesDiscarded += segment.Data.Length;
+                bytes += segment.Length;
+                direction.Sender.QueuedBytes -= segment.Length;
+                Counters.StreamBytesDiscarded += segment.Length;
                 if (segment.EndsSend)
                 {
                     Counters.StreamSegmentsDiscarded++;
                 }
-
-                segment.Data.Dispose();
             }
         }
+
+        direction.DiscardBytes();
 
         if (bytes > 0)
         {
@@ -652,6 +654,7 @@ public sealed class SimNetwork
         }
 
         Assert(direction.Sender.QueuedBytes == 0, "an emptied direction still counts queued bytes");
+        Assert(direction.BytesHeld == 0, "an emptied direction still holds bytes");
         EnsurePump(direction);
     }
 
