@@ -136,6 +136,12 @@ public sealed class SimNetwork
     /// <summary>The pool holding datagrams in flight; empty when none is in flight. Stream bytes in flight are not pooled.</summary>
     public MessagePool Buffers { get; }
 
+    /// <summary>
+    /// Bytes sitting in the stream directions' stores: sent, and not yet delivered or discarded. Counted by the stores
+    /// themselves, so a byte a store kept by mistake shows here; 0 once nothing is in flight.
+    /// </summary>
+    public long StreamBytesInFlight { get; private set; }
+
     /// <summary>How long stream data may stay stuck on a partitioned path before both ends see a reset.</summary>
     public TimeSpan StreamPartitionResetAfter { get; set; } = TimeSpan.FromSeconds(5);
 
@@ -332,6 +338,7 @@ public sealed class SimNetwork
             var remaining = bytes.Length - offset;
             var length = i == chunks - 1 ? remaining : 1 + _random.NextInt(Math.Max(1, remaining - (chunks - 1 - i)));
             direction.AppendBytes(bytes.Slice(offset, length));
+            StreamBytesInFlight += length;
             Enqueue(direction, new StreamSegment(SegmentKind.Data, length, arrival, EndsSend: i == chunks - 1, Reason: null));
             offset += length;
         }
@@ -569,7 +576,7 @@ public sealed class SimNetwork
         }
         finally
         {
-            direction.EndDelivery();
+            StreamBytesInFlight -= direction.EndDelivery();
         }
     }
 
@@ -646,7 +653,7 @@ public sealed class SimNetwork
             }
         }
 
-        direction.DiscardBytes();
+        StreamBytesInFlight -= direction.DiscardBytes();
 
         if (bytes > 0)
         {

@@ -204,9 +204,10 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
         return new ReadOnlySpan<byte>(_bytes, _bytesStart, length);
     }
 
-    /// <summary>Drops the bytes of the delivery that just ended.</summary>
-    public void EndDelivery()
+    /// <summary>Drops the bytes of the delivery that just ended; returns how many.</summary>
+    public int EndDelivery()
     {
+        var delivered = _pinnedBytes;
         _bytesStart += _pinnedBytes;
         _pinnedBytes = 0;
         if (_bytesStart == _bytesEnd)
@@ -220,17 +221,22 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
                 _bytes = [];
             }
         }
+
+        return delivered;
     }
 
-    /// <summary>Drops the bytes of every queued segment (a delivery running now keeps its own until it ends).</summary>
-    public void DiscardBytes()
+    /// <summary>Drops the bytes of every queued segment (a delivery running now keeps its own until it ends); returns how many.</summary>
+    public int DiscardBytes()
     {
+        var discarded = BytesHeld;
         _bytesEnd = _bytesStart + _pinnedBytes;
         if (_pinnedBytes == 0)
         {
             _bytesStart = 0;
             _bytesEnd = 0;
         }
+
+        return discarded;
     }
 
     /// <summary>Segments at the head that came due at or before <paramref name="nowTicks"/>.</summary>
