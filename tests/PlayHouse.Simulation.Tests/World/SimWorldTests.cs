@@ -1,5 +1,3 @@
-using PlayHouse.Core.Seams;
-
 namespace PlayHouse.Simulation.Tests.World;
 
 public sealed class SimWorldTests
