@@ -71,16 +71,22 @@ public sealed class Xoshiro256StarStar : IRandomSource
 
     private ulong NextUInt64Below(ulong bound)
     {
-        // Rejection keeps every value equally likely; the loop runs more than once with probability < 1/2.
-        var threshold = (0 - bound) % bound;
-        while (true)
+        // Rejection keeps every value equally likely; the loop runs more than once with probability < 1/2. The
+        // threshold is below the bound, so a low part at or above the bound is accepted without computing it (a
+        // 64-bit division); the accept and reject decisions, and so the draws, are the extension's exactly.
+        var product = Math.BigMul(NextUInt64(), bound, out var low);
+        if (low >= bound)
         {
-            var product = Math.BigMul(NextUInt64(), bound, out var low);
-            if (low >= threshold)
-            {
-                return product;
-            }
+            return product;
         }
+
+        var threshold = (0 - bound) % bound;
+        while (low < threshold)
+        {
+            product = Math.BigMul(NextUInt64(), bound, out low);
+        }
+
+        return product;
     }
 }
 

@@ -56,7 +56,8 @@ public sealed class SeamTests
         var concrete = new Xoshiro256StarStar(99);
         IRandomSource viaInterface = new Xoshiro256StarStar(99);
         var bounds = new[] { 1, 2, 3, 7, 10, 1000, int.MaxValue };
-        var longRanges = new (long Min, long Max)[] { (0, 1), (-5, 5), (10_000, 200_001), (long.MinValue, long.MaxValue), (0, (long.MaxValue / 3 * 2) + 1) };
+        // A range of 2^63 + 1 rejects about half the draws, so the rejection loop is held to the same sequence too.
+        var longRanges = new (long Min, long Max)[] { (0, 1), (-5, 5), (10_000, 200_001), (long.MinValue, long.MaxValue), (long.MinValue, 1), (0, (long.MaxValue / 3 * 2) + 1) };
         for (var i = 0; i < 20_000; i++)
         {
             var bound = bounds[i % bounds.Length];
