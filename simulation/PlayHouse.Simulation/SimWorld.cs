@@ -99,7 +99,7 @@ public sealed class SimWorld
             return;
         }
 
-        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item, 0), NowTicks);
+        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item), NowTicks);
         if (_queue.Count > PendingEventHighWater)
         {
             PendingEventHighWater = _queue.Count;
@@ -107,36 +107,39 @@ public sealed class SimWorld
     }
 
     /// <summary>
-    /// Queues <paramref name="item"/> with a <paramref name="tag"/> it reads back from <see cref="CurrentEventTag"/> when
-    /// it runs, so an owner that re-arms one event object (a stream direction's pump) needs no object per arming to
-    /// tell a live event from a stale one.
+    /// Queues <paramref name="item"/> and returns the sequence it reads back from <see cref="CurrentEventSequence"/>
+    /// when it runs, so an owner that re-arms one event object (a stream direction's pump) needs no object or tag per
+    /// arming to tell a live event from a stale one. Returns 0, which no event has, when the caller is on another thread.
     /// </summary>
-    internal void ScheduleTaggedAt(long atTicks, IThreadPoolWorkItem item, long tag)
+    internal long ScheduleAtWithSequence(long atTicks, IThreadPoolWorkItem item)
     {
         if (!CheckThread("schedule work"))
         {
-            return;
+            return 0;
         }
 
-        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item, tag), NowTicks);
+        var sequence = ++_nextSequence;
+        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), sequence, item), NowTicks);
         if (_queue.Count > PendingEventHighWater)
         {
             PendingEventHighWater = _queue.Count;
         }
+
+        return sequence;
     }
 
     /// <summary>Queues a work item at the current instant for a caller that has already checked the thread.</summary>
     internal void ScheduleNowChecked(IThreadPoolWorkItem item)
     {
-        _queue.Enqueue(new EventEntry(NowTicks, ++_nextSequence, item, 0), NowTicks);
+        _queue.Enqueue(new EventEntry(NowTicks, ++_nextSequence, item), NowTicks);
         if (_queue.Count > PendingEventHighWater)
         {
             PendingEventHighWater = _queue.Count;
         }
     }
 
-    /// <summary>The tag of the event running now (see <see cref="ScheduleTaggedAt"/>); 0 for an untagged one.</summary>
-    internal long CurrentEventTag { get; private set; }
+    /// <summary>The sequence of the event running now (unique to one scheduling; see <see cref="ScheduleAtWithSequence"/>).</summary>
+    internal long CurrentEventSequence { get; private set; }
 
     /// <summary>Queues a work item after a virtual delay.</summary>
     public void ScheduleAfter(TimeSpan delay, IThreadPoolWorkItem item) => ScheduleAt(NowTicks + Math.Max(0, delay.Ticks), item);
@@ -151,7 +154,7 @@ public sealed class SimWorld
 
         var item = entry.Item;
         NowTicks = entry.TimeTicks;
-        CurrentEventTag = entry.Tag;
+        CurrentEventSequence = entry.Sequence;
         EventsExecuted++;
         if (EventsExecuted > Options.EventsMax)
         {
@@ -264,8 +267,8 @@ public sealed class SimWorld
         return true;
     }
 
-    /// <summary>One queued event: its instant, its sequence (unique, so the order is total), the work and its tag.</summary>
-    private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item, long Tag)
+    /// <summary>One queued event: its instant, its sequence (unique, so the order is total) and the work; 24 bytes.</summary>
+    private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item)
     {
         public bool RunsBefore(in EventEntry other) => TimeTicks != other.TimeTicks ? TimeTicks < other.TimeTicks : Sequence < other.Sequence;
     }

@@ -474,11 +474,7 @@ public sealed class SimNetwork
     {
         if (direction.IsBlocked || !direction.TryPeek(out var head))
         {
-            if (direction.PumpArmed)
-            {
-                direction.PumpArmed = false;
-                direction.PumpGeneration++;
-            }
+            direction.PumpArmed = false;
 
             return;
         }
@@ -492,9 +488,9 @@ public sealed class SimNetwork
         direction.PumpArmed = true;
         direction.PumpAtTicks = due;
 
-        // The direction is its own pump event, tagged with the generation: no event object per hop to go cold in
-        // the queue (with 10,000 clients each one was a cache miss when it came due).
-        _world.ScheduleTaggedAt(due, direction, ++direction.PumpGeneration);
+        // The direction is its own pump event, told from stale armings by its sequence: no event object per hop to go
+        // cold in the queue (with 10,000 clients each one was a cache miss when it came due).
+        direction.PumpSequence = _world.ScheduleAtWithSequence(due, direction);
     }
 
     /// <summary>Delivers the head of a direction, or blocks the direction when its path is clogged or partitioned.</summary>
@@ -842,7 +838,7 @@ public sealed class SimNetwork
     /// <summary>Runs a direction's pump event unless a later arming or a disarm made it stale.</summary>
     internal void RunPump(StreamDirection direction)
     {
-        if (direction.PumpArmed && direction.PumpGeneration == _world.CurrentEventTag)
+        if (direction.PumpArmed && direction.PumpSequence == _world.CurrentEventSequence)
         {
             Pump(direction);
         }

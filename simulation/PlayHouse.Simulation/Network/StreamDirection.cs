@@ -112,14 +112,14 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
     /// <summary>The partition (by <see cref="PathState.PartitionEpoch"/>) for which a reset check is armed.</summary>
     public long ResetCheckEpoch { get; set; }
 
-    /// <summary>Bumped on every arm and disarm, so at most one pump event per direction is live.</summary>
-    public long PumpGeneration { get; set; }
+    /// <summary>The world sequence of the armed pump event; any other pump event of this direction is stale.</summary>
+    public long PumpSequence { get; set; }
 
     public bool PumpArmed { get; set; }
 
     public long PumpAtTicks { get; set; }
 
-    /// <summary>The direction's pump event: armed by the network, tagged with <see cref="PumpGeneration"/>.</summary>
+    /// <summary>The direction's pump event: armed by the network, live while <see cref="PumpArmed"/> and its sequence is <see cref="PumpSequence"/>.</summary>
     public void Execute() => Sender.Network.RunPump(this);
 
     public long DueTicks(in StreamSegment segment) => Math.Max(segment.ReadyTicks, ReleaseFloorTicks);
