@@ -98,6 +98,11 @@ public sealed class SimNetwork
 {
     private const int InFlightBuffersRetainedMax = 1 << 16;
 
+    // The kinds every hop records, folded into the trace hash's word once instead of per record.
+    private static readonly TraceKind SendKind = new("net.send");
+    private static readonly TraceKind DeliverKind = new("net.deliver");
+    private static readonly TraceKind RetransmitKind = new("net.retransmit");
+
     private readonly SimWorld _world;
     // The concrete generator, not the seam's interface: a send draws a latency and a loss and a split decision, and
     // each draw through the interface was a dispatch the JIT could not see through.
@@ -322,11 +327,11 @@ public sealed class SimNetwork
             // Retransmission: this segment and, through the ordering rule, everything behind it arrive later.
             Counters.StreamRetransmits++;
             arrival += path.Options.RetransmitDelay.Ticks;
-            Trace("net.retransmit", from.ConnectionId, bytes.Length, null);
+            Trace(RetransmitKind, from.ConnectionId, bytes.Length);
         }
 
         direction.QueuedBytes += bytes.Length;
-        Trace("net.send", from.ConnectionId, bytes.Length, null);
+        Trace(SendKind, from.ConnectionId, bytes.Length);
 
         var chunks = bytes.Length > 1 && path.Options.SplitProbability > 0 && _random.NextBool(path.Options.SplitProbability) ? 2 + _random.NextInt(2) : 1;
         if (chunks > 1)
@@ -567,7 +572,7 @@ public sealed class SimNetwork
             Counters.StreamSegmentsDelivered++;
         }
 
-        Trace("net.deliver", target.ConnectionId, length, null);
+        Trace(DeliverKind, target.ConnectionId, length);
         try
         {
             target.Deliver(direction.BeginDelivery(length));
@@ -896,6 +901,8 @@ public sealed class SimNetwork
     }
 
     private void Trace(string kind, long a, long b, string? text) => _world.Trace.Record(_world.NowTicks, kind, a, b, 0, text);
+
+    private void Trace(TraceKind kind, long a, long b) => _world.Trace.Record(_world.NowTicks, kind, a, b, 0, null);
 
     private static void Assert(bool condition, string what)
     {
