@@ -31,6 +31,10 @@ public sealed class SimWorld
     private readonly Xoshiro256StarStar _root;
     private readonly Xoshiro256StarStar _scheduleRandom;
     private readonly List<string> _escapes = [];
+
+    // The options read on every step, copied out of the options record so a step need not load it first.
+    private readonly bool _exploreSchedules;
+    private readonly long _eventsMax;
     private int _ownerThreadId;
     private long _nextSequence;
 
@@ -38,6 +42,8 @@ public sealed class SimWorld
     {
         Seed = seed;
         Options = options ?? new SimWorldOptions();
+        _exploreSchedules = Options.ExploreSchedules;
+        _eventsMax = Options.EventsMax;
         _root = new Xoshiro256StarStar(seed);
         _scheduleRandom = new Xoshiro256StarStar(_root.NextChildSeed());
         Trace = new SimTrace();
@@ -156,9 +162,9 @@ public sealed class SimWorld
         NowTicks = entry.TimeTicks;
         CurrentEventSequence = entry.Sequence;
         EventsExecuted++;
-        if (EventsExecuted > Options.EventsMax)
+        if (EventsExecuted > _eventsMax)
         {
-            throw new SimulationException($"Livelock: more than {Options.EventsMax} events ran (virtual time {Now}).");
+            throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
         }
 
         var previous = System.Threading.SynchronizationContext.Current;
@@ -240,7 +246,7 @@ public sealed class SimWorld
         }
 
         entry = _queue.Dequeue();
-        if (!Options.ExploreSchedules || _queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
+        if (!_exploreSchedules || _queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
         {
             return true;
         }

@@ -520,7 +520,7 @@ public sealed class SimNetwork
             return;
         }
 
-        direction.TryDequeue(out _);
+        direction.DropHead();
         var target = direction.Target!;
         Assert(!target.IsClosedNotified, "a segment was due towards an end that had closed; closing should have discarded it");
         switch (head.Kind)

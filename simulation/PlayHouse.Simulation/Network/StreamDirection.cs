@@ -173,11 +173,22 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
             return false;
         }
 
-        // Clear the slot so the ring holds no payload or reason it no longer owns.
+        DropHead();
+        return true;
+    }
+
+    /// <summary>Removes the head segment, which the caller has already read with <see cref="TryPeek"/>.</summary>
+    public void DropHead()
+    {
+        if (Count == 0)
+        {
+            throw new InvalidOperationException("No segment is queued.");
+        }
+
+        // Clear the slot so the ring holds no reason it no longer owns.
         _segments[_head] = default;
         _head = (_head + 1) & (_segments.Length - 1);
         Count--;
-        return true;
     }
 
     /// <summary>Appends the bytes of a data segment queued (or about to be queued) at the tail.</summary>
