@@ -123,6 +123,8 @@ public sealed class SimExecutor : Core.Seams.IExecutor
         }
 
         Scheduled++;
-        _world.ScheduleAt(_world.NowTicks, workItem);
+
+        // The thread is checked above; the world need not read it a second time.
+        _world.ScheduleNowChecked(workItem);
     }
 }

@@ -38,41 +38,15 @@ public sealed class SimTrace
     public bool IsWriting => _writer is not null;
 
     /// <summary>Records one event: virtual time, a kind, up to three numbers and a text field.</summary>
-    public void Record(long timeTicks, string kind, long a = 0, long b = 0, long c = 0, string? text = null)
-    {
-        Count++;
-        var state = Step(_state, (ulong)timeTicks);
-        state = Step(state, Fold(kind));
-        state = Step(state, (ulong)a);
-        state = Step(state, (ulong)b);
-        state = Step(state, (ulong)c);
-        if (text is not null)
-        {
-            state = Step(state, Fold(text));
-        }
+    public void Record(long timeTicks, string kind, long a = 0, long b = 0, long c = 0, string? text = null) =>
+        Record(timeTicks, kind, Fold(kind), a, b, c, text);
 
-        _state = state;
-        if (_writer is not null)
-        {
-            var line = new StringBuilder(64)
-                .Append(timeTicks.ToString(CultureInfo.InvariantCulture)).Append(' ')
-                .Append(kind).Append(' ')
-                .Append(a.ToString(CultureInfo.InvariantCulture)).Append(' ')
-                .Append(b.ToString(CultureInfo.InvariantCulture)).Append(' ')
-                .Append(c.ToString(CultureInfo.InvariantCulture));
-            if (text is not null)
-            {
-                line.Append(' ').Append(text);
-            }
-
-            _writer.Write(line.Append('\n').ToString());
-        }
-    }
-
-    private static ulong Step(ulong state, ulong value) => BitOperations.RotateLeft(state ^ (value * K1), 31) * K2;
+    /// <summary>Records one event of a kind folded once up front; the hash and the line are those of <see cref="Record(long, string, long, long, long, string?)"/>.</summary>
+    internal void Record(long timeTicks, TraceKind kind, long a, long b, long c, string? text) =>
+        Record(timeTicks, kind.Name, kind.Folded, a, b, c, text);
 
     /// <summary>Folds a text field into one word: its length, then its UTF-16 code units four to a word.</summary>
-    private static ulong Fold(string value)
+    internal static ulong Fold(string value)
     {
         var chars = value.AsSpan();
         var state = Step(StateSeed, (ulong)chars.Length);
@@ -91,6 +65,45 @@ public sealed class SimTrace
         return Step(state, tail);
     }
 
+    private void Record(long timeTicks, string kind, ulong foldedKind, long a, long b, long c, string? text)
+    {
+        Count++;
+        var state = Step(_state, (ulong)timeTicks);
+        state = Step(state, foldedKind);
+        state = Step(state, (ulong)a);
+        state = Step(state, (ulong)b);
+        state = Step(state, (ulong)c);
+        if (text is not null)
+        {
+            state = Step(state, Fold(text));
+        }
+
+        _state = state;
+        if (_writer is not null)
+        {
+            WriteLine(_writer, timeTicks, kind, a, b, c, text);
+        }
+    }
+
+    // Kept out of Record so the hashing that every record does stays small enough to inline at its callers.
+    private static void WriteLine(TextWriter writer, long timeTicks, string kind, long a, long b, long c, string? text)
+    {
+        var line = new StringBuilder(64)
+            .Append(timeTicks.ToString(CultureInfo.InvariantCulture)).Append(' ')
+            .Append(kind).Append(' ')
+            .Append(a.ToString(CultureInfo.InvariantCulture)).Append(' ')
+            .Append(b.ToString(CultureInfo.InvariantCulture)).Append(' ')
+            .Append(c.ToString(CultureInfo.InvariantCulture));
+        if (text is not null)
+        {
+            line.Append(' ').Append(text);
+        }
+
+        writer.Write(line.Append('\n').ToString());
+    }
+
+    private static ulong Step(ulong state, ulong value) => BitOperations.RotateLeft(state ^ (value * K1), 31) * K2;
+
     private static ulong Finish(ulong state)
     {
         state ^= state >> 33;
@@ -99,4 +112,15 @@ public sealed class SimTrace
         state *= 0xC4CEB9FE1A85EC53UL;
         return state ^ (state >> 33);
     }
+}
+
+/// <summary>
+/// A trace kind recorded often (a network hop's send and delivery), its name folded into the hash's word once rather
+/// than on every record; what is hashed and written is exactly what the plain name would give.
+/// </summary>
+internal sealed class TraceKind(string name)
+{
+    public string Name { get; } = name;
+
+    public ulong Folded { get; } = SimTrace.Fold(name);
 }

@@ -31,6 +31,10 @@ public sealed class SimWorld
     private readonly Xoshiro256StarStar _root;
     private readonly Xoshiro256StarStar _scheduleRandom;
     private readonly List<string> _escapes = [];
+
+    // The options read on every step, copied out of the options record so a step need not load it first.
+    private readonly bool _exploreSchedules;
+    private readonly long _eventsMax;
     private int _ownerThreadId;
     private long _nextSequence;
 
@@ -38,6 +42,8 @@ public sealed class SimWorld
     {
         Seed = seed;
         Options = options ?? new SimWorldOptions();
+        _exploreSchedules = Options.ExploreSchedules;
+        _eventsMax = Options.EventsMax;
         _root = new Xoshiro256StarStar(seed);
         _scheduleRandom = new Xoshiro256StarStar(_root.NextChildSeed());
         Trace = new SimTrace();
@@ -99,7 +105,7 @@ public sealed class SimWorld
             return;
         }
 
-        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item, 0), NowTicks);
+        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item), NowTicks);
         if (_queue.Count > PendingEventHighWater)
         {
             PendingEventHighWater = _queue.Count;
@@ -107,26 +113,39 @@ public sealed class SimWorld
     }
 
     /// <summary>
-    /// Queues <paramref name="item"/> with a <paramref name="tag"/> it reads back from <see cref="CurrentEventTag"/> when
-    /// it runs, so an owner that re-arms one event object (a stream direction's pump) needs no object per arming to
-    /// tell a live event from a stale one.
+    /// Queues <paramref name="item"/> and returns the sequence it reads back from <see cref="CurrentEventSequence"/>
+    /// when it runs, so an owner that re-arms one event object (a stream direction's pump) needs no object or tag per
+    /// arming to tell a live event from a stale one. Returns 0, which no event has, when the caller is on another thread.
     /// </summary>
-    internal void ScheduleTaggedAt(long atTicks, IThreadPoolWorkItem item, long tag)
+    internal long ScheduleAtWithSequence(long atTicks, IThreadPoolWorkItem item)
     {
         if (!CheckThread("schedule work"))
         {
-            return;
+            return 0;
         }
 
-        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), ++_nextSequence, item, tag), NowTicks);
+        var sequence = ++_nextSequence;
+        _queue.Enqueue(new EventEntry(Math.Max(atTicks, NowTicks), sequence, item), NowTicks);
+        if (_queue.Count > PendingEventHighWater)
+        {
+            PendingEventHighWater = _queue.Count;
+        }
+
+        return sequence;
+    }
+
+    /// <summary>Queues a work item at the current instant for a caller that has already checked the thread.</summary>
+    internal void ScheduleNowChecked(IThreadPoolWorkItem item)
+    {
+        _queue.Enqueue(new EventEntry(NowTicks, ++_nextSequence, item), NowTicks);
         if (_queue.Count > PendingEventHighWater)
         {
             PendingEventHighWater = _queue.Count;
         }
     }
 
-    /// <summary>The tag of the event running now (see <see cref="ScheduleTaggedAt"/>); 0 for an untagged one.</summary>
-    internal long CurrentEventTag { get; private set; }
+    /// <summary>The sequence of the event running now (unique to one scheduling; see <see cref="ScheduleAtWithSequence"/>).</summary>
+    internal long CurrentEventSequence { get; private set; }
 
     /// <summary>Queues a work item after a virtual delay.</summary>
     public void ScheduleAfter(TimeSpan delay, IThreadPoolWorkItem item) => ScheduleAt(NowTicks + Math.Max(0, delay.Ticks), item);
@@ -141,11 +160,11 @@ public sealed class SimWorld
 
         var item = entry.Item;
         NowTicks = entry.TimeTicks;
-        CurrentEventTag = entry.Tag;
+        CurrentEventSequence = entry.Sequence;
         EventsExecuted++;
-        if (EventsExecuted > Options.EventsMax)
+        if (EventsExecuted > _eventsMax)
         {
-            throw new SimulationException($"Livelock: more than {Options.EventsMax} events ran (virtual time {Now}).");
+            throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
         }
 
         var previous = System.Threading.SynchronizationContext.Current;
@@ -227,7 +246,7 @@ public sealed class SimWorld
         }
 
         entry = _queue.Dequeue();
-        if (!Options.ExploreSchedules || _queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
+        if (!_exploreSchedules || _queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
         {
             return true;
         }
@@ -254,31 +273,62 @@ public sealed class SimWorld
         return true;
     }
 
-    /// <summary>One queued event: its instant, its sequence (unique, so the order is total), the work and its tag.</summary>
-    private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item, long Tag)
+    /// <summary>One queued event: its instant, its sequence (unique, so the order is total) and the work; 24 bytes.</summary>
+    private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item)
     {
-        public bool RunsBefore(in EventEntry other) => TimeTicks != other.TimeTicks ? TimeTicks < other.TimeTicks : Sequence < other.Sequence;
+        public bool RunsBefore(in EventEntry other) => RunsBefore(TimeTicks, Sequence, other.TimeTicks, other.Sequence);
+
+        public static bool RunsBefore(long timeTicks, long sequence, long otherTimeTicks, long otherSequence) =>
+            timeTicks != otherTimeTicks ? timeTicks < otherTimeTicks : sequence < otherSequence;
     }
 
     /// <summary>
-    /// The world's queue: events due within <see cref="NearHorizonTicks"/> of now in one heap, later ones (timeouts,
-    /// heartbeats, idle timers) in another, and each dequeue takes the earlier of the two heads. With 10,000 clients
-    /// some 20,000 of the 25,000 queued events are such timers; kept apart, the heap every network hop sifts through
-    /// stays a few thousand entries deep and in cache. The order is the (time, sequence) order either way.
+    /// The world's queue: events due at the current instant (stage turns, continuations) in a FIFO lane, events due
+    /// within the next few tens of milliseconds (a network hop's latency) in a timing wheel, other events due within
+    /// <see cref="NearHorizonTicks"/> of now in one heap, later ones (timeouts, heartbeats, idle timers) in another, and
+    /// each dequeue takes the earliest of the four heads. With 10,000 clients some 20,000 of the 25,000 queued events
+    /// are such timers; kept apart, the heap and wheel every network hop goes through stay small and in cache. An event
+    /// queued for the current instant has a higher sequence than everything already queued, so the lane is in (time,
+    /// sequence) order by construction and costs no sift at all. The order is the (time, sequence) order either way.
     /// </summary>
     private sealed class EventQueue
     {
         private const long NearHorizonTicks = 100 * TimeSpan.TicksPerMillisecond;
         private readonly EventHeap _near = new();
         private readonly EventHeap _far = new();
+        private readonly EventLane _now = new();
+        private readonly EventWheel _wheel = new();
 
-        public int Count => _near.Count + _far.Count;
+        private enum Source
+        {
+            Lane,
+            Wheel,
+            Near,
+            Far,
+        }
 
-        public long PeekTimeTicks() => _far.Count == 0 || (_near.Count > 0 && _near.Peek().RunsBefore(_far.Peek())) ? _near.Peek().TimeTicks : _far.Peek().TimeTicks;
+        public int Count => _near.Count + _far.Count + _now.Count + _wheel.Count;
 
+        public long PeekTimeTicks() => HeadSource() switch
+        {
+            Source.Lane => _now.Peek().TimeTicks,
+            Source.Wheel => _wheel.Peek().TimeTicks,
+            Source.Near => _near.Peek().TimeTicks,
+            _ => _far.Peek().TimeTicks,
+        };
+
+        /// <summary>Queues <paramref name="entry"/>; one due at <paramref name="nowTicks"/> must be later in (time, sequence) than every queued one due then.</summary>
         public void Enqueue(in EventEntry entry, long nowTicks)
         {
-            if (entry.TimeTicks - nowTicks > NearHorizonTicks)
+            if (entry.TimeTicks == nowTicks)
+            {
+                _now.Enqueue(entry);
+            }
+            else if (_wheel.TryEnqueue(entry, nowTicks))
+            {
+                return;
+            }
+            else if (entry.TimeTicks - nowTicks > NearHorizonTicks)
             {
                 _far.Enqueue(entry);
             }
@@ -288,7 +338,234 @@ public sealed class SimWorld
             }
         }
 
-        public EventEntry Dequeue() => _far.Count == 0 || (_near.Count > 0 && _near.Peek().RunsBefore(_far.Peek())) ? _near.Dequeue() : _far.Dequeue();
+        public EventEntry Dequeue() => HeadSource() switch
+        {
+            Source.Lane => _now.Dequeue(),
+            Source.Wheel => _wheel.Dequeue(),
+            Source.Near => _near.Dequeue(),
+            _ => _far.Dequeue(),
+        };
+
+        /// <summary>
+        /// Which part holds the earliest event in (time, sequence). The lane holds only events of the current instant;
+        /// an event queued elsewhere and due at that instant was queued before time reached it and so precedes the
+        /// lane, which the comparison tells as well.
+        /// </summary>
+        private Source HeadSource()
+        {
+            var source = Source.Far;
+            long time = long.MaxValue, sequence = long.MaxValue;
+            if (_now.Count > 0)
+            {
+                ref readonly var lane = ref _now.Peek();
+                (source, time, sequence) = (Source.Lane, lane.TimeTicks, lane.Sequence);
+            }
+
+            if (_wheel.Count > 0)
+            {
+                ref readonly var wheel = ref _wheel.Peek();
+                if (EventEntry.RunsBefore(wheel.TimeTicks, wheel.Sequence, time, sequence))
+                {
+                    (source, time, sequence) = (Source.Wheel, wheel.TimeTicks, wheel.Sequence);
+                }
+            }
+
+            if (_near.Count > 0)
+            {
+                ref readonly var near = ref _near.Peek();
+                if (EventEntry.RunsBefore(near.TimeTicks, near.Sequence, time, sequence))
+                {
+                    (source, time, sequence) = (Source.Near, near.TimeTicks, near.Sequence);
+                }
+            }
+
+            if (_far.Count > 0)
+            {
+                ref readonly var far = ref _far.Peek();
+                if (EventEntry.RunsBefore(far.TimeTicks, far.Sequence, time, sequence))
+                {
+                    source = Source.Far;
+                }
+            }
+
+            return source;
+        }
+    }
+
+    /// <summary>
+    /// A timing wheel for the events due within the next <see cref="BucketCount"/> buckets of <see cref="BucketTicks"/>
+    /// (some 26 ms: a network hop's latency): a queued event lands in its bucket at once, and the earliest is the least
+    /// (time, sequence) of the first occupied bucket, found through a bitmap. Each bucket holds a handful of events, so
+    /// a dequeue compares a few where a heap sifted through several levels of unpredictable branches.
+    /// </summary>
+    private sealed class EventWheel
+    {
+        private const int BucketShift = 8;
+        private const long BucketTicks = 1L << BucketShift;
+        private const int BucketCount = 1024;
+        private const int Mask = BucketCount - 1;
+        private const int Words = BucketCount / 64;
+        private readonly EventEntry[]?[] _buckets = new EventEntry[]?[BucketCount];
+        private readonly int[] _counts = new int[BucketCount];
+        private readonly ulong[] _occupied = new ulong[Words];
+
+        // Every queued event's bucket (its time divided by BucketTicks) lies in [_baseBucket, _baseBucket + BucketCount),
+        // so the buckets taken circularly from _baseBucket are in time order.
+        private long _baseBucket;
+        private int _minBucket = -1;
+        private int _minIndex;
+
+        public int Count { get; private set; }
+
+        /// <summary>Queues <paramref name="entry"/> when it is due within the wheel's span; false otherwise.</summary>
+        public bool TryEnqueue(in EventEntry entry, long nowTicks)
+        {
+            // Every queued event is due at or after now, so the base may follow now and the span with it.
+            var nowBucket = nowTicks >> BucketShift;
+            if (_baseBucket < nowBucket)
+            {
+                _baseBucket = nowBucket;
+            }
+
+            var bucket = entry.TimeTicks >> BucketShift;
+            if (bucket - _baseBucket >= BucketCount)
+            {
+                return false;
+            }
+
+            var index = (int)(bucket & Mask);
+            var entries = _buckets[index] ??= new EventEntry[4];
+            var count = _counts[index];
+            if (count == entries.Length)
+            {
+                Array.Resize(ref entries, count * 2);
+                _buckets[index] = entries;
+            }
+
+            entries[count] = entry;
+            _counts[index] = count + 1;
+            _occupied[index >> 6] |= 1UL << (index & 63);
+            Count++;
+            if (_minBucket >= 0 && entry.RunsBefore(_buckets[_minBucket]![_minIndex]))
+            {
+                (_minBucket, _minIndex) = (index, count);
+            }
+
+            return true;
+        }
+
+        public ref readonly EventEntry Peek()
+        {
+            if (_minBucket < 0)
+            {
+                FindMin();
+            }
+
+            return ref _buckets[_minBucket]![_minIndex];
+        }
+
+        public EventEntry Dequeue()
+        {
+            if (_minBucket < 0)
+            {
+                FindMin();
+            }
+
+            var index = _minBucket;
+            var entries = _buckets[index]!;
+            var count = --_counts[index];
+            var entry = entries[_minIndex];
+
+            // The order within a bucket does not matter: the last entry fills the hole, and the vacated slot is
+            // cleared so the wheel holds no work item it no longer owns.
+            entries[_minIndex] = entries[count];
+            entries[count] = default;
+            if (count == 0)
+            {
+                _occupied[index >> 6] &= ~(1UL << (index & 63));
+            }
+
+            Count--;
+            _minBucket = -1;
+            return entry;
+        }
+
+        private void FindMin()
+        {
+            var index = FirstOccupiedFrom((int)(_baseBucket & Mask));
+            var entries = _buckets[index]!;
+            var count = _counts[index];
+            var best = 0;
+            for (var i = 1; i < count; i++)
+            {
+                if (entries[i].RunsBefore(entries[best]))
+                {
+                    best = i;
+                }
+            }
+
+            (_minBucket, _minIndex) = (index, best);
+        }
+
+        private int FirstOccupiedFrom(int start)
+        {
+            var word = start >> 6;
+            var bits = _occupied[word] & (ulong.MaxValue << (start & 63));
+            for (var n = 0; n <= Words; n++)
+            {
+                if (bits != 0)
+                {
+                    return (word << 6) + System.Numerics.BitOperations.TrailingZeroCount(bits);
+                }
+
+                // Past the last word the circle continues at the first: those buckets are the latest of the span.
+                word = (word + 1) & (Words - 1);
+                bits = _occupied[word];
+            }
+
+            throw new InvalidOperationException("The wheel counts events but no bucket is occupied.");
+        }
+    }
+
+    /// <summary>A FIFO ring of events due at the current instant, queued in (time, sequence) order.</summary>
+    private sealed class EventLane
+    {
+        private EventEntry[] _entries = new EventEntry[256];
+        private int _head;
+
+        public int Count { get; private set; }
+
+        public ref readonly EventEntry Peek() => ref _entries[_head];
+
+        public void Enqueue(in EventEntry entry)
+        {
+            if (Count == _entries.Length)
+            {
+                // Grow by doubling, unrolling the ring so the head is at 0 again; the length stays a power of two.
+                var grown = new EventEntry[_entries.Length * 2];
+                for (var i = 0; i < Count; i++)
+                {
+                    grown[i] = _entries[(_head + i) & (_entries.Length - 1)];
+                }
+
+                _entries = grown;
+                _head = 0;
+            }
+
+            _entries[(_head + Count) & (_entries.Length - 1)] = entry;
+            Count++;
+        }
+
+        public EventEntry Dequeue()
+        {
+            var entry = _entries[_head];
+
+            // Clear the vacated slot so the lane holds no work item it no longer owns.
+            _entries[_head] = default;
+            _head = (_head + 1) & (_entries.Length - 1);
+            Count--;
+            return entry;
+        }
     }
 
     /// <summary>

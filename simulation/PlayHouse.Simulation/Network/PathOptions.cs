@@ -30,28 +30,29 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
     {
         var min = Min.Ticks;
         var max = Math.Max(min, Max.Ticks);
-        switch (Shape)
+        return Shape switch
         {
-            case LatencyShape.Fixed:
-                return min;
-            case LatencyShape.Uniform:
-                return max == min ? min : random.NextLong(min, max + 1);
-            case LatencyShape.Exponential:
-                {
-                    var scale = Math.Max(0, Mean.Ticks - min);
-                    return AboveMin(min, max, -Math.Log(1.0 - random.NextDouble()) * scale);
-                }
+            LatencyShape.Fixed => min,
+            LatencyShape.Uniform => max == min ? min : random.NextLong(min, max + 1),
+            LatencyShape.Exponential => ExponentialDraw(min, max, random.NextDouble()),
+            LatencyShape.LongTail => LongTailDraw(min, max, random.NextDouble()),
+            _ => throw new InvalidOperationException($"Unknown latency shape {Shape}."),
+        };
+    }
 
-            case LatencyShape.LongTail:
-                {
-                    // Pareto with alpha 1.5 has mean xm * 3; choose xm so the mean above the minimum matches.
-                    var scale = Math.Max(0, Mean.Ticks - min) / 3.0;
-                    return AboveMin(min, max, scale * Math.Pow(1.0 - random.NextDouble(), -1.0 / 1.5));
-                }
-
-            default:
-                throw new InvalidOperationException($"Unknown latency shape {Shape}.");
-        }
+    /// <summary>The same draw as <see cref="SampleTicks(IRandomSource)"/> on the concrete generator, without interface dispatch.</summary>
+    internal long SampleTicks(Xoshiro256StarStar random)
+    {
+        var min = Min.Ticks;
+        var max = Math.Max(min, Max.Ticks);
+        return Shape switch
+        {
+            LatencyShape.Fixed => min,
+            LatencyShape.Uniform => max == min ? min : random.NextLong(min, max + 1),
+            LatencyShape.Exponential => ExponentialDraw(min, max, random.NextDouble()),
+            LatencyShape.LongTail => LongTailDraw(min, max, random.NextDouble()),
+            _ => throw new InvalidOperationException($"Unknown latency shape {Shape}."),
+        };
     }
 
     public override string ToString() => Shape switch
@@ -60,6 +61,19 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
         LatencyShape.Uniform => $"uniform:{Min.TotalMilliseconds}-{Max.TotalMilliseconds}ms",
         _ => $"{Shape.ToString().ToLowerInvariant()}:{Min.TotalMilliseconds}/{Mean.TotalMilliseconds}/{Max.TotalMilliseconds}ms",
     };
+
+    private long ExponentialDraw(long min, long max, double unit)
+    {
+        var scale = Math.Max(0, Mean.Ticks - min);
+        return AboveMin(min, max, -Math.Log(1.0 - unit) * scale);
+    }
+
+    private long LongTailDraw(long min, long max, double unit)
+    {
+        // Pareto with alpha 1.5 has mean xm * 3; choose xm so the mean above the minimum matches.
+        var scale = Math.Max(0, Mean.Ticks - min) / 3.0;
+        return AboveMin(min, max, scale * Math.Pow(1.0 - unit, -1.0 / 1.5));
+    }
 
     /// <summary>
     /// Adds a draw to the minimum, clamped at the maximum. The clamp is taken in floating point first: a heavy

@@ -86,7 +86,8 @@ public delegate void DatagramHandler(string fromEndpoint, ReadOnlySpan<byte> dat
 /// The simulated network: named endpoints, per directed path latency, loss, duplication, reordering,
 /// bandwidth, clogging and partitions; stream connections that deliver bytes in order or break; datagrams
 /// that may be lost, duplicated or reordered. Every decision draws from the network's own PRNG, every
-/// fault is counted and traced, and every byte in flight sits in a pooled buffer of its checked pool.
+/// fault is counted and traced. A datagram in flight sits in a pooled buffer of the network's checked pool; the
+/// bytes in flight on a stream direction sit in that direction's own store, checked against its send queue.
 /// </summary>
 /// <remarks>
 /// Each direction of a stream is a FIFO of segments with ready times; one pump event at a time delivers its
@@ -97,8 +98,15 @@ public sealed class SimNetwork
 {
     private const int InFlightBuffersRetainedMax = 1 << 16;
 
+    // The kinds every hop records, folded into the trace hash's word once instead of per record.
+    private static readonly TraceKind SendKind = new("net.send");
+    private static readonly TraceKind DeliverKind = new("net.deliver");
+    private static readonly TraceKind RetransmitKind = new("net.retransmit");
+
     private readonly SimWorld _world;
-    private readonly IRandomSource _random;
+    // The concrete generator, not the seam's interface: a send draws a latency and a loss and a split decision, and
+    // each draw through the interface was a dispatch the JIT could not see through.
+    private readonly Xoshiro256StarStar _random;
     private readonly Dictionary<string, Action<SimConnection>> _listeners = new(StringComparer.Ordinal);
     private readonly Dictionary<string, DatagramHandler> _datagramHandlers = new(StringComparer.Ordinal);
     private readonly Dictionary<(string From, string To), PathState> _paths = [];
@@ -111,7 +119,7 @@ public sealed class SimNetwork
     // shared buffer stays in cache where a buffer per connection (10,000 clients: 20 MB) would not.
     private byte[] _sendScratch = new byte[1024];
 
-    public SimNetwork(SimWorld world, IRandomSource random, PathOptions? defaults = null)
+    public SimNetwork(SimWorld world, Xoshiro256StarStar random, PathOptions? defaults = null)
     {
         ArgumentNullException.ThrowIfNull(world);
         ArgumentNullException.ThrowIfNull(random);
@@ -119,9 +127,9 @@ public sealed class SimNetwork
         _random = random;
         Defaults = defaults ?? new PathOptions();
         Defaults.Validate();
-        // Bytes in flight peak at tens of thousands of buffers with 10,000 clients. A pool that kept only the default
-        // 256 per class dropped the rest to the GC and allocated them again (about 46,000 fresh buffers a run, each
-        // cold); what it keeps is still bounded by the send-queue caps, which bound the bytes in flight.
+        // Only datagrams pass through this pool (stream bytes sit in their directions). A datagram-heavy run with many
+        // clients may still have tens of thousands in flight; a pool that kept only the default 256 per class would drop
+        // the rest to the GC and allocate them again, so it keeps up to InFlightBuffersRetainedMax per class.
         Buffers = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, LocalCacheCapacityPerClass = 64, GlobalCapacityPerClass = InFlightBuffersRetainedMax });
     }
 
@@ -132,8 +140,14 @@ public sealed class SimNetwork
 
     public NetworkCounters Counters { get; } = new();
 
-    /// <summary>The pool holding bytes in flight; empty when nothing is in flight.</summary>
+    /// <summary>The pool holding datagrams in flight; empty when none is in flight. Stream bytes in flight are not pooled.</summary>
     public MessagePool Buffers { get; }
+
+    /// <summary>
+    /// Bytes sitting in the stream directions' stores: sent, and not yet delivered or discarded. Counted by the stores
+    /// themselves, so a byte a store kept by mistake shows here; 0 once nothing is in flight.
+    /// </summary>
+    public long StreamBytesInFlight { get; private set; }
 
     /// <summary>How long stream data may stay stuck on a partitioned path before both ends see a reset.</summary>
     public TimeSpan StreamPartitionResetAfter { get; set; } = TimeSpan.FromSeconds(5);
@@ -275,7 +289,7 @@ public sealed class SimNetwork
         _open.Add(server.ConnectionId, server);
         Counters.ConnectionsOpened++;
         Trace("net.connect", client.ConnectionId, server.ConnectionId, $"{fromEndpoint}->{toEndpoint}");
-        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, default, arrival, EndsSend: false, Reason: null));
+        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, 0, arrival, EndsSend: false, Reason: null));
         return client;
     }
 
@@ -313,11 +327,11 @@ public sealed class SimNetwork
             // Retransmission: this segment and, through the ordering rule, everything behind it arrive later.
             Counters.StreamRetransmits++;
             arrival += path.Options.RetransmitDelay.Ticks;
-            Trace("net.retransmit", from.ConnectionId, bytes.Length, null);
+            Trace(RetransmitKind, from.ConnectionId, bytes.Length);
         }
 
         direction.QueuedBytes += bytes.Length;
-        Trace("net.send", from.ConnectionId, bytes.Length, null);
+        Trace(SendKind, from.ConnectionId, bytes.Length);
 
         var chunks = bytes.Length > 1 && path.Options.SplitProbability > 0 && _random.NextBool(path.Options.SplitProbability) ? 2 + _random.NextInt(2) : 1;
         if (chunks > 1)
@@ -330,8 +344,9 @@ public sealed class SimNetwork
         {
             var remaining = bytes.Length - offset;
             var length = i == chunks - 1 ? remaining : 1 + _random.NextInt(Math.Max(1, remaining - (chunks - 1 - i)));
-            var data = Buffers.Copy(bytes.Slice(offset, length), "net-inflight");
-            Enqueue(direction, new StreamSegment(SegmentKind.Data, data, arrival, EndsSend: i == chunks - 1, Reason: null));
+            direction.AppendBytes(bytes.Slice(offset, length));
+            StreamBytesInFlight += length;
+            Enqueue(direction, new StreamSegment(SegmentKind.Data, length, arrival, EndsSend: i == chunks - 1, Reason: null));
             offset += length;
         }
 
@@ -350,7 +365,7 @@ public sealed class SimNetwork
         if (!to.IsClosedNotified)
         {
             // The close travels behind this end's data, so everything sent before it arrives first.
-            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, default, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false, reason));
+            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, 0, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false, reason));
         }
     }
 
@@ -464,11 +479,7 @@ public sealed class SimNetwork
     {
         if (direction.IsBlocked || !direction.TryPeek(out var head))
         {
-            if (direction.PumpArmed)
-            {
-                direction.PumpArmed = false;
-                direction.PumpGeneration++;
-            }
+            direction.PumpArmed = false;
 
             return;
         }
@@ -482,9 +493,9 @@ public sealed class SimNetwork
         direction.PumpArmed = true;
         direction.PumpAtTicks = due;
 
-        // The direction is its own pump event, tagged with the generation: no event object per hop to go cold in
-        // the queue (with 10,000 clients each one was a cache miss when it came due).
-        _world.ScheduleTaggedAt(due, direction, ++direction.PumpGeneration);
+        // The direction is its own pump event, told from stale armings by its sequence: no event object per hop to go
+        // cold in the queue (with 10,000 clients each one was a cache miss when it came due).
+        direction.PumpSequence = _world.ScheduleAtWithSequence(due, direction);
     }
 
     /// <summary>Delivers the head of a direction, or blocks the direction when its path is clogged or partitioned.</summary>
@@ -509,7 +520,7 @@ public sealed class SimNetwork
             return;
         }
 
-        direction.TryDequeue(out _);
+        direction.DropHead();
         var target = direction.Target!;
         Assert(!target.IsClosedNotified, "a segment was due towards an end that had closed; closing should have discarded it");
         switch (head.Kind)
@@ -552,7 +563,7 @@ public sealed class SimNetwork
 
     private void DeliverData(StreamDirection direction, SimConnection target, StreamSegment segment)
     {
-        var length = segment.Data.Length;
+        var length = segment.Length;
         direction.QueuedBytes -= length;
         Assert(direction.QueuedBytes >= 0, "a send queue went negative");
         Counters.StreamBytesDelivered += length;
@@ -561,14 +572,14 @@ public sealed class SimNetwork
             Counters.StreamSegmentsDelivered++;
         }
 
-        Trace("net.deliver", target.ConnectionId, length, null);
+        Trace(DeliverKind, target.ConnectionId, length);
         try
         {
-            target.Deliver(segment.Data.Span);
+            target.Deliver(direction.BeginDelivery(length));
         }
         finally
         {
-            segment.Data.Dispose();
+            StreamBytesInFlight -= direction.EndDelivery();
         }
     }
 
@@ -615,13 +626,14 @@ public sealed class SimNetwork
             }
 
             Counters.StreamSegmentsHeld++;
-            Trace("net.hold", direction.Sender.ConnectionId, segment.Kind == SegmentKind.Data ? segment.Data.Length : 0, null);
+            Trace("net.hold", direction.Sender.ConnectionId, segment.Length, null);
         }
     }
 
     /// <summary>Throws away everything a direction still carries (the connection broke or its receiver closed).</summary>
     private void DiscardAll(StreamDirection direction)
     {
+        Assert(direction.BytesHeld == direction.QueuedBytes, "a direction's byte store and its send queue disagree");
         CountHeld(direction);
         if (direction.IsBlocked)
         {
@@ -634,17 +646,17 @@ public sealed class SimNetwork
         {
             if (segment.Kind == SegmentKind.Data)
             {
-                bytes += segment.Data.Length;
-                direction.Sender.QueuedBytes -= segment.Data.Length;
-                Counters.StreamBytesDiscarded += segment.Data.Length;
+                bytes += segment.Length;
+                direction.Sender.QueuedBytes -= segment.Length;
+                Counters.StreamBytesDiscarded += segment.Length;
                 if (segment.EndsSend)
                 {
                     Counters.StreamSegmentsDiscarded++;
                 }
-
-                segment.Data.Dispose();
             }
         }
+
+        StreamBytesInFlight -= direction.DiscardBytes();
 
         if (bytes > 0)
         {
@@ -652,6 +664,7 @@ public sealed class SimNetwork
         }
 
         Assert(direction.Sender.QueuedBytes == 0, "an emptied direction still counts queued bytes");
+        Assert(direction.BytesHeld == 0, "an emptied direction still holds bytes");
         EnsurePump(direction);
     }
 
@@ -830,7 +843,7 @@ public sealed class SimNetwork
     /// <summary>Runs a direction's pump event unless a later arming or a disarm made it stale.</summary>
     internal void RunPump(StreamDirection direction)
     {
-        if (direction.PumpArmed && direction.PumpGeneration == _world.CurrentEventTag)
+        if (direction.PumpArmed && direction.PumpSequence == _world.CurrentEventSequence)
         {
             Pump(direction);
         }
@@ -888,6 +901,8 @@ public sealed class SimNetwork
     }
 
     private void Trace(string kind, long a, long b, string? text) => _world.Trace.Record(_world.NowTicks, kind, a, b, 0, text);
+
+    private void Trace(TraceKind kind, long a, long b) => _world.Trace.Record(_world.NowTicks, kind, a, b, 0, null);
 
     private static void Assert(bool condition, string what)
     {

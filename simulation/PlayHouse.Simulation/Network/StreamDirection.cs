@@ -1,5 +1,3 @@
-using PlayHouse.Core.Pooling;
-
 namespace PlayHouse.Simulation.Network;
 
 /// <summary>The state of one directed path: its options, its faults, its link and what it holds.</summary>
@@ -48,10 +46,11 @@ internal enum SegmentKind
 }
 
 /// <summary>
-/// One queued unit of a stream direction: a handshake, a chunk of bytes, or a close with its reason.
+/// One queued unit of a stream direction: a handshake, a chunk of <c>Length</c> bytes, or a close with its reason.
+/// The bytes of the data chunks sit in their direction's byte store in the same order as the chunks.
 /// <c>EndsSend</c> is true on the last chunk of one <see cref="SimConnection.Send"/>, so each send is counted once.
 /// </summary>
-internal readonly record struct StreamSegment(SegmentKind Kind, Payload Data, long ReadyTicks, bool EndsSend, string? Reason);
+internal readonly record struct StreamSegment(SegmentKind Kind, int Length, long ReadyTicks, bool EndsSend, string? Reason);
 
 /// <summary>
 /// One direction of a stream connection: what its sender has sent and the receiver has not yet got, in send
@@ -61,6 +60,10 @@ internal readonly record struct StreamSegment(SegmentKind Kind, Payload Data, lo
 /// <remarks>Not thread-safe; owned by <see cref="SimNetwork"/> on the simulation thread.</remarks>
 internal sealed class StreamDirection(SimConnection sender, PathState path) : IThreadPoolWorkItem
 {
+    private const int BytesStoreMin = 256;
+
+    private const int BytesRetainedMax = 64 * 1024;
+
     public SimConnection Sender { get; } = sender;
 
     public PathState Path { get; } = path;
@@ -82,6 +85,18 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
     private StreamSegment[] _segments = new StreamSegment[4];
     private int _head;
 
+    // The bytes of the queued data segments, back to back in send order in one buffer of this direction, so a hop
+    // rents and returns no pooled buffer. Segments leave only from the head, so the head segment's bytes always
+    // start at _bytesStart and no offsets need storing. While a delivery runs, its bytes (_pinnedBytes at
+    // _bytesStart) are lent to the receiver: nothing moves them in place until the delivery ends.
+    private byte[] _bytes = [];
+    private int _bytesStart;
+    private int _bytesEnd;
+    private int _pinnedBytes;
+
+    /// <summary>Bytes of queued data segments held in the direction's store (not counting a delivery running now).</summary>
+    public int BytesHeld => _bytesEnd - _bytesStart - _pinnedBytes;
+
     /// <summary>Segments queued.</summary>
     public int Count { get; private set; }
 
@@ -97,14 +112,14 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
     /// <summary>The partition (by <see cref="PathState.PartitionEpoch"/>) for which a reset check is armed.</summary>
     public long ResetCheckEpoch { get; set; }
 
-    /// <summary>Bumped on every arm and disarm, so at most one pump event per direction is live.</summary>
-    public long PumpGeneration { get; set; }
+    /// <summary>The world sequence of the armed pump event; any other pump event of this direction is stale.</summary>
+    public long PumpSequence { get; set; }
 
     public bool PumpArmed { get; set; }
 
     public long PumpAtTicks { get; set; }
 
-    /// <summary>The direction's pump event: armed by the network, tagged with <see cref="PumpGeneration"/>.</summary>
+    /// <summary>The direction's pump event: armed by the network, live while <see cref="PumpArmed"/> and its sequence is <see cref="PumpSequence"/>.</summary>
     public void Execute() => Sender.Network.RunPump(this);
 
     public long DueTicks(in StreamSegment segment) => Math.Max(segment.ReadyTicks, ReleaseFloorTicks);
@@ -158,11 +173,81 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
             return false;
         }
 
-        // Clear the slot so the ring holds no payload or reason it no longer owns.
+        DropHead();
+        return true;
+    }
+
+    /// <summary>Removes the head segment, which the caller has already read with <see cref="TryPeek"/>.</summary>
+    public void DropHead()
+    {
+        if (Count == 0)
+        {
+            throw new InvalidOperationException("No segment is queued.");
+        }
+
+        // Clear the slot so the ring holds no reason it no longer owns.
         _segments[_head] = default;
         _head = (_head + 1) & (_segments.Length - 1);
         Count--;
-        return true;
+    }
+
+    /// <summary>Appends the bytes of a data segment queued (or about to be queued) at the tail.</summary>
+    public void AppendBytes(ReadOnlySpan<byte> data)
+    {
+        if (_bytes.Length - _bytesEnd < data.Length)
+        {
+            MakeRoom(data.Length);
+        }
+
+        data.CopyTo(_bytes.AsSpan(_bytesEnd));
+        _bytesEnd += data.Length;
+    }
+
+    /// <summary>Lends the head segment's <paramref name="length"/> bytes to a delivery until <see cref="EndDelivery"/>.</summary>
+    public ReadOnlySpan<byte> BeginDelivery(int length)
+    {
+        if (_pinnedBytes != 0 || length > _bytesEnd - _bytesStart)
+        {
+            throw new InvalidOperationException($"A delivery of {length} byte(s) began with {_pinnedBytes} pinned and {_bytesEnd - _bytesStart} held.");
+        }
+
+        _pinnedBytes = length;
+        return new ReadOnlySpan<byte>(_bytes, _bytesStart, length);
+    }
+
+    /// <summary>Drops the bytes of the delivery that just ended; returns how many.</summary>
+    public int EndDelivery()
+    {
+        var delivered = _pinnedBytes;
+        _bytesStart += _pinnedBytes;
+        _pinnedBytes = 0;
+        if (_bytesStart == _bytesEnd)
+        {
+            // Empty: the next send starts at 0 again, so the store rarely needs compacting. A store grown by a burst
+            // (up to the send-queue cap) is let go rather than kept by an idle connection.
+            _bytesStart = 0;
+            _bytesEnd = 0;
+            if (_bytes.Length > BytesRetainedMax)
+            {
+                _bytes = [];
+            }
+        }
+
+        return delivered;
+    }
+
+    /// <summary>Drops the bytes of every queued segment (a delivery running now keeps its own until it ends); returns how many.</summary>
+    public int DiscardBytes()
+    {
+        var discarded = BytesHeld;
+        _bytesEnd = _bytesStart + _pinnedBytes;
+        if (_pinnedBytes == 0)
+        {
+            _bytesStart = 0;
+            _bytesEnd = 0;
+        }
+
+        return discarded;
     }
 
     /// <summary>Segments at the head that came due at or before <paramref name="nowTicks"/>.</summary>
@@ -175,5 +260,30 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
         }
 
         return count;
+    }
+
+    /// <summary>
+    /// Makes room for <paramref name="length"/> more bytes at the end: compacts in place when the live bytes fill at
+    /// most half the store (so each compaction is paid for by at least as many appended bytes), else grows. The
+    /// store stays within a small multiple of the send-queue cap, which bounds the live bytes.
+    /// </summary>
+    private void MakeRoom(int length)
+    {
+        var live = _bytesEnd - _bytesStart;
+        var needed = live + length;
+        if (_pinnedBytes == 0 && needed <= _bytes.Length / 2)
+        {
+            _bytes.AsSpan(_bytesStart, live).CopyTo(_bytes);
+        }
+        else
+        {
+            // A delivery running now reads the old array, which it keeps; the new one gets a copy.
+            var grown = new byte[Math.Max(BytesStoreMin, (int)Math.Min(Array.MaxLength, Math.Max(2L * _bytes.Length, 2L * needed)))];
+            _bytes.AsSpan(_bytesStart, live).CopyTo(grown);
+            _bytes = grown;
+        }
+
+        _bytesStart = 0;
+        _bytesEnd = live;
     }
 }

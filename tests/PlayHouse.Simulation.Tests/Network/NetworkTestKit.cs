@@ -69,6 +69,7 @@ internal sealed class NetworkHarness
     public void AssertNoBytesInFlight()
     {
         Assert.Equal(0, OutstandingBuffers);
+        Assert.Equal(0, Network.StreamBytesInFlight);
         Assert.Equal(0, Network.HeldCount);
     }
 }

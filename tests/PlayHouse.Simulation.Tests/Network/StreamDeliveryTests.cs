@@ -353,4 +353,71 @@ public sealed class StreamDeliveryTests
 
         Assert.Equal([42, 1, 2, 3, 4], client.Received);
     }
+
+    [Fact]
+    public void SendsIntoTheDirectionBeingDelivered_DuringTheDelivery_NeitherMoveNorCorruptTheBytesBeingRead()
+    {
+        var h = new NetworkHarness(seed: 12);
+        h.Listen("server");
+        var pair = h.Connect("client", "server");
+        h.RunQuiet();
+
+        // While the server reads the third chunk (its bytes no longer at the start of the direction's store), its peer
+        // sends into the same direction: enough to make the store compact, then grow. The chunk being read must stay
+        // intact and every byte must still arrive once, in order.
+        var random = new Xoshiro256StarStar(3);
+        var seen = new List<byte[]>();
+        pair.Server.Connection.Received = data =>
+        {
+            var before = data.ToArray();
+            if (seen.Count == 2)
+            {
+                foreach (var length in new[] { 285, 30, 30, 400, 1000 })
+                {
+                    Assert.True(pair.Client.Send(length, random));
+                    Assert.Equal(before, data.ToArray());
+                }
+            }
+
+            seen.Add(before);
+        };
+        Assert.True(pair.Client.Send(300, random));
+        Assert.True(pair.Client.Send(10, random));
+        Assert.True(pair.Client.Send(10, random));
+        h.RunQuiet();
+
+        Assert.Equal(8, seen.Count);
+        Assert.Equal(pair.Client.Sent, seen.SelectMany(chunk => chunk));
+        h.AssertNoBytesInFlight();
+    }
+
+    [Fact]
+    public void AResetDuringADelivery_DiscardsWhatIsQueuedBehindIt_AndTheChunkBeingReadStaysIntact()
+    {
+        var h = new NetworkHarness(seed: 13);
+        h.Listen("server");
+        var pair = h.Connect("client", "server");
+        h.RunQuiet();
+
+        var random = new Xoshiro256StarStar(4);
+        var first = StreamProbe.Bytes(64, random);
+        var seen = new List<byte[]>();
+        pair.Server.Connection.Received = data =>
+        {
+            var before = data.ToArray();
+            pair.Server.Connection.Reset("reader gave up");
+
+            // The reset dropped what was queued behind this chunk; a send to the broken end is refused.
+            Assert.False(pair.Client.Send(32, random));
+            Assert.Equal(before, data.ToArray());
+            seen.Add(before);
+        };
+        Assert.True(pair.Client.Send(first));
+        Assert.True(pair.Client.Send(48, random));
+        h.RunQuiet();
+
+        Assert.Equal([first], seen);
+        Assert.Equal(48, h.Counters.StreamBytesDiscarded);
+        h.AssertNoBytesInFlight();
+    }
 }

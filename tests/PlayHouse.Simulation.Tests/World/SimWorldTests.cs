@@ -1,5 +1,3 @@
-using PlayHouse.Core.Seams;
-
 namespace PlayHouse.Simulation.Tests.World;
 
 public sealed class SimWorldTests
@@ -112,6 +110,56 @@ public sealed class SimWorldTests
 
         var expected = scheduled.OrderBy(e => e.TimeTicks).ThenBy(e => e.Sequence).Select(e => (e.TimeTicks, e.Id)).ToList();
         Assert.True(ran.Count > 1_000, $"only {ran.Count} events ran");
+        Assert.Equal(expected, ran);
+    }
+
+    [Theory]
+    [InlineData(1)]
+    [InlineData(256)]
+    [InlineData(20_000)]
+    public void EventsWithinAFewNetworkHopsAhead_RunInTimeThenScheduleOrder_WithManyTiesAndRunUntilJumps(long grainTicks)
+    {
+        // Events a hop's latency ahead (up to some 60 ms, across the span of the queue's wheel and past it) on a grain
+        // of 1, 256 (the wheel's bucket) or 20,000 ticks, so many share an instant or a bucket; RunUntil jumps in
+        // between move time without an event. Whatever part of the queue holds them, the order is (time, sequence).
+        var world = new SimWorld(11);
+        var random = world.CreateRandom();
+        var ran = new List<(long TimeTicks, int Id)>();
+        var scheduled = new List<(long TimeTicks, long Sequence, int Id)>();
+        var sequence = 0L;
+        var nextId = 0;
+
+        void Schedule(long atTicks)
+        {
+            var id = nextId++;
+            scheduled.Add((Math.Max(atTicks, world.NowTicks), ++sequence, id));
+            world.ScheduleAt(atTicks, new Work(() =>
+            {
+                ran.Add((world.NowTicks, id));
+                if (nextId < 4_000)
+                {
+                    var ahead = random.NextInt(5) == 0 ? 0 : random.NextLong(0, 60 * TimeSpan.TicksPerMillisecond / grainTicks) * grainTicks;
+                    Schedule(world.NowTicks + ahead);
+                    if (random.NextInt(2) == 0)
+                    {
+                        Schedule(world.NowTicks + (ahead / 3));
+                    }
+                }
+            }));
+        }
+
+        for (var i = 0; i < 50; i++)
+        {
+            Schedule(random.NextLong(0, 30 * TimeSpan.TicksPerMillisecond / grainTicks) * grainTicks);
+        }
+
+        while (world.PendingEventCount > 0)
+        {
+            world.RunUntil(world.NowTicks + random.NextLong(1, 10 * TimeSpan.TicksPerMillisecond));
+        }
+
+        var expected = scheduled.OrderBy(e => e.TimeTicks).ThenBy(e => e.Sequence).Select(e => (e.TimeTicks, e.Id)).ToList();
+        Assert.True(ran.Count > 3_000, $"only {ran.Count} events ran");
         Assert.Equal(expected, ran);
     }
 
