@@ -8,7 +8,8 @@ namespace PlayHouse.Simulation.Checkers;
 /// rents, in total and in every size class, and its checked-mode ledger agrees with its counters. A leak names
 /// the first leaked buffers and their owners. Uses the pool totals (<see cref="MessagePool.GetStatistics"/>), the
 /// per-class counters (<see cref="MessagePool.GetClassStatistics"/>) and the ledger
-/// (<see cref="MessagePool.GetOutstanding"/>).
+/// (<see cref="MessagePool.GetOutstanding"/>). Byte stores that are not pools (the network's stream bytes in flight)
+/// are watched too: each must hold nothing at quiescence.
 /// </summary>
 /// <remarks>
 /// Thread-safe (the pools are, and a lock guards the watch list). Add pools before the run starts: a buffer
@@ -20,6 +21,7 @@ public sealed class PoolLedgerChecker : InvariantChecker
 
     private readonly Lock _gate = new();
     private readonly List<WatchedPool> _pools = [];
+    private readonly List<WatchedStore> _stores = [];
 
     /// <param name="context">The run's checker context.</param>
     /// <param name="leakedBuffersListedMax">Leaked buffers a violation names before it says "and N more".</param>
@@ -75,6 +77,20 @@ public sealed class PoolLedgerChecker : InvariantChecker
         }
     }
 
+    /// <summary>
+    /// Watches a byte store that is not a pool (the simulated network keeps stream bytes in flight in per-direction
+    /// stores): at quiescence <paramref name="bytesHeld"/> must read 0, as a pool must have nothing outstanding.
+    /// </summary>
+    public void AddByteStore(string storeName, Func<long> bytesHeld)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(storeName);
+        ArgumentNullException.ThrowIfNull(bytesHeld);
+        using (Context.Enter(_gate))
+        {
+            _stores.Add(new WatchedStore(storeName, bytesHeld));
+        }
+    }
+
     public override void CheckQuiescent()
     {
         using (Context.Enter(_gate))
@@ -82,6 +98,17 @@ public sealed class PoolLedgerChecker : InvariantChecker
             foreach (var watched in _pools)
             {
                 Check(watched);
+            }
+
+            foreach (var store in _stores)
+            {
+                // A store that holds the same bytes across quiescent checks is one leak, reported once.
+                var held = store.BytesHeld();
+                if (held != 0 && held != store.LastReportedBytes)
+                {
+                    store.LastReportedBytes = held;
+                    Log.Record($"store '{store.Name}': {held} byte(s) still held at quiescence (nothing is left to deliver or discard them)");
+                }
             }
         }
     }
@@ -147,6 +174,15 @@ public sealed class PoolLedgerChecker : InvariantChecker
         }
 
         return null;
+    }
+
+    private sealed class WatchedStore(string name, Func<long> bytesHeld)
+    {
+        public string Name { get; } = name;
+
+        public Func<long> BytesHeld { get; } = bytesHeld;
+
+        public long LastReportedBytes { get; set; }
     }
 
     private sealed class WatchedPool(string name, MessagePool pool)

@@ -116,6 +116,10 @@ public static class SimRunner
                 checkers!.Pools.Add("pool of " + name, pool);
             }
 
+            // Stream bytes in flight live in the network's own stores, not in a pool; a quiet world holds none.
+            var network = cluster.Network;
+            checkers!.Pools.AddByteStore("network stream bytes in flight", () => network.StreamBytesInFlight);
+
             if (quiet)
             {
                 checkers!.CheckQuiescent();

@@ -67,6 +67,39 @@ public sealed class PoolLedgerCheckerTests
     }
 
     [Fact]
+    public void PoolLedger_ByteStoreStillHoldingBytesAtQuiescence_IsALeakReportedOnce()
+    {
+        var checker = new PoolLedgerChecker(_clock);
+        long held = 0;
+        checker.AddByteStore("network stream bytes in flight", () => held);
+        checker.CheckQuiescent();
+        Assert.False(checker.HasViolations);
+
+        held = 42;
+        checker.CheckStep();
+        Assert.False(checker.HasViolations);
+        checker.CheckQuiescent();
+        checker.CheckQuiescent();
+
+        var violation = Assert.Single(checker.Violations);
+        Assert.Equal("store 'network stream bytes in flight': 42 byte(s) still held at quiescence (nothing is left to deliver or discard them)", violation.Message);
+    }
+
+    [Fact]
+    public void PoolLedger_ByteStoreEmptiedBeforeQuiescence_Passes()
+    {
+        var checker = new PoolLedgerChecker(_clock);
+        long held = 64;
+        checker.AddByteStore("network stream bytes in flight", () => held);
+        held = 0;
+
+        checker.CheckQuiescent();
+
+        Assert.False(checker.HasViolations);
+        Assert.Equal(0, checker.ViolationCount);
+    }
+
+    [Fact]
     public void PoolLedger_EveryRentReturned_Passes()
     {
         var pool = CheckedPool();
