@@ -36,9 +36,11 @@ public sealed class ListAndBenchTests
     [Fact]
     public void BenchSim_TinySize_PrintsEveryKey()
     {
-        var result = CliHarness.Run("bench", "sim", "--requests", "400", "--clients", "8");
+        var result = CliHarness.Run("bench", "sim", "--requests", "400", "--clients", "8", "--warm-up-requests", "100");
 
         Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Equal("104", result.Value("warmUp.requests"));
+        Assert.Equal("pass", result.Value("warmUp.outcome"));
         foreach (var key in new[] { "sim.roundTripsPerSecond", "bare.roundTripsPerSecond", "ratio.median", "sim.bytesPerMessage", "bare.bytesPerMessage", "processors", "gc" })
         {
             Assert.True(result.Value(key) is not null, $"no {key}\n{result}");
@@ -54,6 +56,18 @@ public sealed class ListAndBenchTests
         Assert.True(repeats >= 4 && repeats % 2 == 0);
         Assert.StartsWith("order:sim-first ", result.Value("repeat.1"), StringComparison.Ordinal);
         Assert.StartsWith("order:bare-first ", result.Value("repeat.2"), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void BenchSim_NoWarmUp_MeasuresFromTheFirstRunAndANegativeWarmUpIsAUsageError()
+    {
+        var cold = CliHarness.Run("bench", "sim", "--requests", "80", "--clients", "4", "--warm-up-requests", "0");
+        var negative = CliHarness.Run("bench", "sim", "--requests", "80", "--warm-up-requests", "-1");
+
+        Assert.True(cold.ExitCode == 0, cold.ToString());
+        Assert.Null(cold.Value("warmUp.requests"));
+        Assert.Equal(64, negative.ExitCode);
+        Assert.Contains("--warm-up-requests must be 0 or more.", negative.Error, StringComparison.Ordinal);
     }
 
     [Fact]

@@ -65,6 +65,32 @@ public sealed class Utf8StringCacheTests
     }
 
     [Fact]
+    public void GetString_KeysOfEveryLengthUpTo40Bytes_EachHitsItsOwnCachedString()
+    {
+        // Every branch of the default hash (1-3, 4-7, 8-16 and longer keys), with keys that differ only in their
+        // middle or last byte, so a hash that ignored part of a short key would merge them into long chains but
+        // still has to return each key's own string.
+        var cache = new Utf8StringCache(capacity: 256);
+        var keys = new List<string>();
+        for (var length = 1; length <= 40; length++)
+        {
+            keys.Add(new string('a', length));
+            keys.Add(new string('a', length - 1) + "b");
+            keys.Add(length > 2 ? new string('a', length / 2) + "c" + new string('a', length - (length / 2) - 1) : "c" + new string('a', length - 1));
+        }
+
+        var first = keys.Distinct().ToDictionary(k => k, k => cache.GetString(Encoding.UTF8.GetBytes(k)));
+        foreach (var (key, cached) in first)
+        {
+            Assert.Equal(key, cached);
+            Assert.Same(cached, cache.GetString(Encoding.UTF8.GetBytes(key)));
+        }
+
+        Assert.Equal(first.Count, cache.GetStatistics().Misses);
+        Assert.Equal(first.Count, cache.GetStatistics().Hits);
+    }
+
+    [Fact]
     public void GetString_ManyDistinctIds_StaysWithinCapacityAndCountsEvictions()
     {
         var cache = new Utf8StringCache(capacity: 16);
