@@ -227,7 +227,7 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
         Seed = seed,
     };
 
-        private (Measurement Side, SimReport Report) MeasureSim(SimOptions options, ulong seed, int checkEveryEvents)
+    private (Measurement Side, SimReport Report) MeasureSim(SimOptions options, ulong seed, int checkEveryEvents)
     {
         Settle();
         var gen2 = GC.CollectionCount(2);
