@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Simulation;
@@ -171,14 +172,14 @@ public sealed class SimWorld
         if (ReferenceEquals(previous, SynchronizationContext))
         {
             // A caller that steps many times installs the world's context once (the runner does); nothing to swap.
-            item.Execute();
+            Execute(item);
             return true;
         }
 
         System.Threading.SynchronizationContext.SetSynchronizationContext(SynchronizationContext);
         try
         {
-            item.Execute();
+            Execute(item);
         }
         finally
         {
@@ -186,6 +187,45 @@ public sealed class SimWorld
         }
 
         return true;
+    }
+
+    /// <summary>
+    /// <see cref="Step"/> for a caller that has installed <see cref="SynchronizationContext"/> on this thread for as
+    /// long as it steps (the runner's loop): the context is not read back per event, a thread-static read each time.
+    /// Every code path that sets another context restores it before it returns, so it stays installed between events.
+    /// </summary>
+    internal bool StepInContext()
+    {
+        if (!TryDequeue(out var entry))
+        {
+            return false;
+        }
+
+        NowTicks = entry.TimeTicks;
+        CurrentEventSequence = entry.Sequence;
+        EventsExecuted++;
+        if (EventsExecuted > _eventsMax)
+        {
+            throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
+        }
+
+        Execute(entry.Item);
+        return true;
+    }
+
+    /// <summary>
+    /// Runs one event. A stream direction's pump, most of the events of a round trip, is called on its concrete type:
+    /// the interface call site then sees mostly stage turns, not three or more classes that defeat its dispatch cache.
+    /// </summary>
+    private static void Execute(IThreadPoolWorkItem item)
+    {
+        if (item.GetType() == typeof(Network.StreamDirection))
+        {
+            Unsafe.As<Network.StreamDirection>(item).Execute();
+            return;
+        }
+
+        item.Execute();
     }
 
     /// <summary>Runs events due at or before <paramref name="untilTicks"/>, then sets time to it.</summary>
@@ -307,7 +347,9 @@ public sealed class SimWorld
             Far,
         }
 
-        public int Count => _near.Count + _far.Count + _now.Count + _wheel.Count;
+        // Kept here rather than summed over the four parts: every schedule reads it for the high-water mark and every
+        // step for emptiness.
+        public int Count { get; private set; }
 
         public long PeekTimeTicks() => HeadSource() switch
         {
@@ -320,6 +362,7 @@ public sealed class SimWorld
         /// <summary>Queues <paramref name="entry"/>; one due at <paramref name="nowTicks"/> must be later in (time, sequence) than every queued one due then.</summary>
         public void Enqueue(in EventEntry entry, long nowTicks)
         {
+            Count++;
             if (entry.TimeTicks == nowTicks)
             {
                 _now.Enqueue(entry);
@@ -338,13 +381,17 @@ public sealed class SimWorld
             }
         }
 
-        public EventEntry Dequeue() => HeadSource() switch
+        public EventEntry Dequeue()
         {
-            Source.Lane => _now.Dequeue(),
-            Source.Wheel => _wheel.Dequeue(),
-            Source.Near => _near.Dequeue(),
-            _ => _far.Dequeue(),
-        };
+            Count--;
+            return HeadSource() switch
+            {
+                Source.Lane => _now.Dequeue(),
+                Source.Wheel => _wheel.Dequeue(),
+                Source.Near => _near.Dequeue(),
+                _ => _far.Dequeue(),
+            };
+        }
 
         /// <summary>
         /// Which part holds the earliest event in (time, sequence). The lane holds only events of the current instant;
@@ -363,10 +410,10 @@ public sealed class SimWorld
 
             if (_wheel.Count > 0)
             {
-                ref readonly var wheel = ref _wheel.Peek();
-                if (EventEntry.RunsBefore(wheel.TimeTicks, wheel.Sequence, time, sequence))
+                _wheel.PeekKey(out var wheelTime, out var wheelSequence);
+                if (EventEntry.RunsBefore(wheelTime, wheelSequence, time, sequence))
                 {
-                    (source, time, sequence) = (Source.Wheel, wheel.TimeTicks, wheel.Sequence);
+                    (source, time, sequence) = (Source.Wheel, wheelTime, wheelSequence);
                 }
             }
 
@@ -415,6 +462,11 @@ public sealed class SimWorld
         private int _minBucket = -1;
         private int _minIndex;
 
+        // The key of the earliest event while _minBucket is set, so a peek or an enqueue compares against two fields
+        // instead of loading the bucket's array and its entry.
+        private long _minTime;
+        private long _minSequence;
+
         public int Count { get; private set; }
 
         /// <summary>Queues <paramref name="entry"/> when it is due within the wheel's span; false otherwise.</summary>
@@ -446,9 +498,9 @@ public sealed class SimWorld
             _counts[index] = count + 1;
             _occupied[index >> 6] |= 1UL << (index & 63);
             Count++;
-            if (_minBucket >= 0 && entry.RunsBefore(_buckets[_minBucket]![_minIndex]))
+            if (_minBucket >= 0 && EventEntry.RunsBefore(entry.TimeTicks, entry.Sequence, _minTime, _minSequence))
             {
-                (_minBucket, _minIndex) = (index, count);
+                (_minBucket, _minIndex, _minTime, _minSequence) = (index, count, entry.TimeTicks, entry.Sequence);
             }
 
             return true;
@@ -462,6 +514,18 @@ public sealed class SimWorld
             }
 
             return ref _buckets[_minBucket]![_minIndex];
+        }
+
+        /// <summary>The (time, sequence) of the earliest event, as <see cref="Peek"/> would read them.</summary>
+        public void PeekKey(out long timeTicks, out long sequence)
+        {
+            if (_minBucket < 0)
+            {
+                FindMin();
+            }
+
+            timeTicks = _minTime;
+            sequence = _minSequence;
         }
 
         public EventEntry Dequeue()
@@ -504,7 +568,7 @@ public sealed class SimWorld
                 }
             }
 
-            (_minBucket, _minIndex) = (index, best);
+            (_minBucket, _minIndex, _minTime, _minSequence) = (index, best, entries[best].TimeTicks, entries[best].Sequence);
         }
 
         private int FirstOccupiedFrom(int start)

@@ -163,7 +163,7 @@ public static class SimRunner
                 return true;
             }
 
-            if (!world.Step())
+            if (!world.StepInContext())
             {
                 // Nothing left to happen but the workload is not done: it is stuck.
                 return true;
