@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 using PlayHouse.Core.Seams;
 
@@ -165,7 +166,7 @@ public sealed class SimWorld
         EventsExecuted++;
         if (EventsExecuted > _eventsMax)
         {
-            throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
+            ThrowLivelock();
         }
 
         var previous = System.Threading.SynchronizationContext.Current;
@@ -206,7 +207,7 @@ public sealed class SimWorld
         EventsExecuted++;
         if (EventsExecuted > _eventsMax)
         {
-            throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
+            ThrowLivelock();
         }
 
         Execute(entry.Item);
@@ -262,13 +263,12 @@ public sealed class SimWorld
     /// <summary>Re-binds the world to the calling thread (a test that builds on one thread and runs on another).</summary>
     public void BindToCurrentThread() => _ownerThreadId = Environment.CurrentManagedThreadId;
 
-    internal bool CheckThread(string action)
-    {
-        if (Environment.CurrentManagedThreadId == _ownerThreadId)
-        {
-            return true;
-        }
+    // Small enough to inline at every schedule, which then reads the thread id without a call; the escape is out of line.
+    internal bool CheckThread(string action) => Environment.CurrentManagedThreadId == _ownerThreadId || RecordEscape(action);
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool RecordEscape(string action)
+    {
         lock (_escapes)
         {
             _escapes.Add($"Thread {Environment.CurrentManagedThreadId} tried to {action} at virtual time {Now}; the simulation runs on thread {_ownerThreadId} only (a continuation escaped to the ThreadPool, or a real timer fired).");
@@ -277,6 +277,7 @@ public sealed class SimWorld
         return false;
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private bool TryDequeue(out EventEntry entry)
     {
         if (_queue.Count == 0)
@@ -286,9 +287,21 @@ public sealed class SimWorld
         }
 
         entry = _queue.Dequeue();
-        if (!_exploreSchedules || _queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
+        if (_exploreSchedules)
         {
-            return true;
+            PickSameInstant(ref entry);
+        }
+
+        return true;
+    }
+
+    /// <summary>When exploring schedules, swaps <paramref name="entry"/> for a PRNG pick among the events due at its instant.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void PickSameInstant(ref EventEntry entry)
+    {
+        if (_queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
+        {
+            return;
         }
 
         // Several events share this instant: choose one with the PRNG and put the rest back in order.
@@ -310,8 +323,12 @@ public sealed class SimWorld
         }
 
         _sameInstant.Clear();
-        return true;
     }
+
+    [DoesNotReturn]
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ThrowLivelock() =>
+        throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
 
     /// <summary>One queued event: its instant, its sequence (unique, so the order is total) and the work; 24 bytes.</summary>
     private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item)
@@ -486,12 +503,11 @@ public sealed class SimWorld
             }
 
             var index = (int)(bucket & Mask);
-            var entries = _buckets[index] ??= new EventEntry[4];
+            var entries = _buckets[index];
             var count = _counts[index];
-            if (count == entries.Length)
+            if (entries is null || count == entries.Length)
             {
-                Array.Resize(ref entries, count * 2);
-                _buckets[index] = entries;
+                entries = Grow(index, count);
             }
 
             entries[count] = entry;
@@ -514,6 +530,24 @@ public sealed class SimWorld
             }
 
             return ref _buckets[_minBucket]![_minIndex];
+        }
+
+        // Out of line, so the enqueue that rarely needs it keeps its bucket array in a register, not in a stack slot.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        private EventEntry[] Grow(int index, int count)
+        {
+            var entries = _buckets[index];
+            if (entries is null)
+            {
+                entries = new EventEntry[4];
+            }
+            else
+            {
+                Array.Resize(ref entries, count * 2);
+            }
+
+            _buckets[index] = entries;
+            return entries;
         }
 
         /// <summary>The (time, sequence) of the earliest event, as <see cref="Peek"/> would read them.</summary>
