@@ -368,6 +368,14 @@ public sealed class SimWorld
         // step for emptiness.
         public int Count { get; private set; }
 
+        // The earliest event outside the lane, its part and its (time, sequence) (long.MaxValue for none), while
+        // _restKnown. An enqueue outside the lane updates it by one comparison and a lane dequeue leaves it as it is, so
+        // only a dequeue from the wheel or a heap has it found again across the three parts.
+        private bool _restKnown = true;
+        private Source _restSource = Source.Far;
+        private long _restTime = long.MaxValue;
+        private long _restSequence = long.MaxValue;
+
         public long PeekTimeTicks() => HeadSource() switch
         {
             Source.Lane => _now.Peek().TimeTicks,
@@ -383,27 +391,43 @@ public sealed class SimWorld
             if (entry.TimeTicks == nowTicks)
             {
                 _now.Enqueue(entry);
-            }
-            else if (_wheel.TryEnqueue(entry, nowTicks))
-            {
                 return;
+            }
+
+            Source source;
+            if (_wheel.TryEnqueue(entry, nowTicks))
+            {
+                source = Source.Wheel;
             }
             else if (entry.TimeTicks - nowTicks > NearHorizonTicks)
             {
                 _far.Enqueue(entry);
+                source = Source.Far;
             }
             else
             {
                 _near.Enqueue(entry);
+                source = Source.Near;
+            }
+
+            if (_restKnown && EventEntry.RunsBefore(entry.TimeTicks, entry.Sequence, _restTime, _restSequence))
+            {
+                (_restSource, _restTime, _restSequence) = (source, entry.TimeTicks, entry.Sequence);
             }
         }
 
         public EventEntry Dequeue()
         {
             Count--;
-            return HeadSource() switch
+            var source = HeadSource();
+            if (source == Source.Lane)
             {
-                Source.Lane => _now.Dequeue(),
+                return _now.Dequeue();
+            }
+
+            _restKnown = false;
+            return source switch
+            {
                 Source.Wheel => _wheel.Dequeue(),
                 Source.Near => _near.Dequeue(),
                 _ => _far.Dequeue(),
@@ -417,21 +441,32 @@ public sealed class SimWorld
         /// </summary>
         private Source HeadSource()
         {
-            var source = Source.Far;
-            long time = long.MaxValue, sequence = long.MaxValue;
+            if (!_restKnown)
+            {
+                FindRest();
+            }
+
             if (_now.Count > 0)
             {
                 ref readonly var lane = ref _now.Peek();
-                (source, time, sequence) = (Source.Lane, lane.TimeTicks, lane.Sequence);
+                if (EventEntry.RunsBefore(lane.TimeTicks, lane.Sequence, _restTime, _restSequence))
+                {
+                    return Source.Lane;
+                }
             }
 
+            return _restSource;
+        }
+
+        /// <summary>Finds the earliest event of the wheel and the two heaps.</summary>
+        private void FindRest()
+        {
+            var source = Source.Far;
+            long time = long.MaxValue, sequence = long.MaxValue;
             if (_wheel.Count > 0)
             {
-                _wheel.PeekKey(out var wheelTime, out var wheelSequence);
-                if (EventEntry.RunsBefore(wheelTime, wheelSequence, time, sequence))
-                {
-                    (source, time, sequence) = (Source.Wheel, wheelTime, wheelSequence);
-                }
+                _wheel.PeekKey(out time, out sequence);
+                source = Source.Wheel;
             }
 
             if (_near.Count > 0)
@@ -448,11 +483,11 @@ public sealed class SimWorld
                 ref readonly var far = ref _far.Peek();
                 if (EventEntry.RunsBefore(far.TimeTicks, far.Sequence, time, sequence))
                 {
-                    source = Source.Far;
+                    (source, time, sequence) = (Source.Far, far.TimeTicks, far.Sequence);
                 }
             }
 
-            return source;
+            (_restKnown, _restSource, _restTime, _restSequence) = (true, source, time, sequence);
         }
     }
 
