@@ -289,7 +289,7 @@ public sealed class SimNetwork
         _open.Add(server.ConnectionId, server);
         Counters.ConnectionsOpened++;
         Trace("net.connect", client.ConnectionId, server.ConnectionId, $"{fromEndpoint}->{toEndpoint}");
-        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, 0, arrival, EndsSend: false, Reason: null));
+        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, 0, arrival, EndsSend: false));
         return client;
     }
 
@@ -350,7 +350,7 @@ public sealed class SimNetwork
             var length = i == chunks - 1 ? remaining : 1 + _random.NextInt(Math.Max(1, remaining - (chunks - 1 - i)));
             direction.AppendBytes(bytes.Slice(offset, length));
             StreamBytesInFlight += length;
-            Enqueue(direction, new StreamSegment(SegmentKind.Data, length, arrival, EndsSend: i == chunks - 1, Reason: null));
+            Enqueue(direction, new StreamSegment(SegmentKind.Data, length, arrival, EndsSend: i == chunks - 1));
             offset += length;
         }
 
@@ -368,8 +368,10 @@ public sealed class SimNetwork
         DiscardAll(to.Outbound);
         if (!to.IsClosedNotified)
         {
-            // The close travels behind this end's data, so everything sent before it arrives first.
-            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, 0, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false, reason));
+            // The close travels behind this end's data, so everything sent before it arrives first. Its reason waits in
+            // the direction: a direction carries at most one close, its last segment.
+            from.Outbound.CloseReason = reason;
+            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, 0, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false));
         }
     }
 
@@ -538,12 +540,14 @@ public sealed class SimNetwork
                 DeliverData(direction, target, head);
                 break;
             case SegmentKind.Close:
-                Trace("net.closed", target.ConnectionId, 0, head.Reason);
+                var reason = direction.CloseReason;
+                direction.CloseReason = null;
+                Trace("net.closed", target.ConnectionId, 0, reason);
                 _open.Remove(target.ConnectionId);
 
                 // The end that hears the close cannot reach its peer any more.
                 DiscardAll(target.Outbound);
-                target.NotifyClosed(head.Reason ?? "closed");
+                target.NotifyClosed(reason ?? "closed");
                 break;
             default:
                 throw new InvalidOperationException($"Unknown segment kind {head.Kind}.");
@@ -663,6 +667,7 @@ public sealed class SimNetwork
         }
 
         StreamBytesInFlight -= direction.DiscardBytes();
+        direction.CloseReason = null;
 
         if (bytes > 0)
         {
