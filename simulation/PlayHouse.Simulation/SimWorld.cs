@@ -504,8 +504,8 @@ public sealed class SimWorld
         private const int BucketCount = 1024;
         private const int Mask = BucketCount - 1;
         private const int Words = BucketCount / 64;
-        private readonly EventEntry[]?[] _buckets = new EventEntry[]?[BucketCount];
-        private readonly int[] _counts = new int[BucketCount];
+        // Each bucket's entries and count side by side, so a bucket costs one array access and one bounds check.
+        private readonly Bucket[] _buckets = new Bucket[BucketCount];
         private readonly ulong[] _occupied = new ulong[Words];
 
         // Every queued event's bucket (its time divided by BucketTicks) lies in [_baseBucket, _baseBucket + BucketCount),
@@ -538,15 +538,16 @@ public sealed class SimWorld
             }
 
             var index = (int)(bucket & Mask);
-            var entries = _buckets[index];
-            var count = _counts[index];
+            ref var slot = ref _buckets[index];
+            var entries = slot.Entries;
+            var count = slot.Count;
             if (entries is null || count == entries.Length)
             {
-                entries = Grow(index, count);
+                entries = Grow(ref slot);
             }
 
             entries[count] = entry;
-            _counts[index] = count + 1;
+            slot.Count = count + 1;
             _occupied[index >> 6] |= 1UL << (index & 63);
             Count++;
             if (_minBucket >= 0 && EventEntry.RunsBefore(entry.TimeTicks, entry.Sequence, _minTime, _minSequence))
@@ -564,24 +565,24 @@ public sealed class SimWorld
                 FindMin();
             }
 
-            return ref _buckets[_minBucket]![_minIndex];
+            return ref _buckets[_minBucket].Entries![_minIndex];
         }
 
         // Out of line, so the enqueue that rarely needs it keeps its bucket array in a register, not in a stack slot.
         [MethodImpl(MethodImplOptions.NoInlining)]
-        private EventEntry[] Grow(int index, int count)
+        private static EventEntry[] Grow(ref Bucket slot)
         {
-            var entries = _buckets[index];
+            var entries = slot.Entries;
             if (entries is null)
             {
                 entries = new EventEntry[4];
             }
             else
             {
-                Array.Resize(ref entries, count * 2);
+                Array.Resize(ref entries, slot.Count * 2);
             }
 
-            _buckets[index] = entries;
+            slot.Entries = entries;
             return entries;
         }
 
@@ -605,13 +606,18 @@ public sealed class SimWorld
             }
 
             var index = _minBucket;
-            var entries = _buckets[index]!;
-            var count = --_counts[index];
+            ref var slot = ref _buckets[index];
+            var entries = slot.Entries!;
+            var count = --slot.Count;
             var entry = entries[_minIndex];
 
             // The order within a bucket does not matter: the last entry fills the hole, and the vacated slot is
             // cleared so the wheel holds no work item it no longer owns.
-            entries[_minIndex] = entries[count];
+            if (_minIndex != count)
+            {
+                entries[_minIndex] = entries[count];
+            }
+
             entries[count] = default;
             if (count == 0)
             {
@@ -626,8 +632,8 @@ public sealed class SimWorld
         private void FindMin()
         {
             var index = FirstOccupiedFrom((int)(_baseBucket & Mask));
-            var entries = _buckets[index]!;
-            var count = _counts[index];
+            var entries = _buckets[index].Entries!;
+            var count = _buckets[index].Count;
             var best = 0;
             for (var i = 1; i < count; i++)
             {
@@ -657,6 +663,12 @@ public sealed class SimWorld
             }
 
             throw new InvalidOperationException("The wheel counts events but no bucket is occupied.");
+        }
+
+        private struct Bucket
+        {
+            public EventEntry[]? Entries;
+            public int Count;
         }
     }
 
