@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Numerics;
+using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using System.Text;
 
@@ -21,6 +22,13 @@ public sealed class SimTrace
     private const ulong StateSeed = 0x9E3779B97F4A7C15UL;
     private const ulong K1 = 0x87C37B91114253D5UL;
     private const ulong K2 = 0x4CF5AD432745937FUL;
+    private const int FoldCacheSize = 256;
+
+    // Folds of the text fields seen lately, by string instance: the callers pass the same few cached strings (kinds,
+    // stage and message ids) record after record, so most folds are a lookup. Direct-mapped by the instance's identity
+    // hash; a string is immutable, so a hit returns exactly what folding it again would.
+    private readonly string?[] _foldKeys = new string?[FoldCacheSize];
+    private readonly ulong[] _foldValues = new ulong[FoldCacheSize];
     private ulong _state = StateSeed;
     private TextWriter? _writer;
 
@@ -39,7 +47,7 @@ public sealed class SimTrace
 
     /// <summary>Records one event: virtual time, a kind, up to three numbers and a text field.</summary>
     public void Record(long timeTicks, string kind, long a = 0, long b = 0, long c = 0, string? text = null) =>
-        Record(timeTicks, kind, Fold(kind), a, b, c, text);
+        Record(timeTicks, kind, CachedFold(kind), a, b, c, text);
 
     /// <summary>Records one event of a kind folded once up front; the hash and the line are those of <see cref="Record(long, string, long, long, long, string?)"/>.</summary>
     internal void Record(long timeTicks, TraceKind kind, long a, long b, long c, string? text) =>
@@ -65,6 +73,21 @@ public sealed class SimTrace
         return Step(state, tail);
     }
 
+    /// <summary><see cref="Fold"/> through the cache of recent strings.</summary>
+    private ulong CachedFold(string value)
+    {
+        var slot = RuntimeHelpers.GetHashCode(value) & (FoldCacheSize - 1);
+        if (ReferenceEquals(_foldKeys[slot], value))
+        {
+            return _foldValues[slot];
+        }
+
+        var folded = Fold(value);
+        _foldKeys[slot] = value;
+        _foldValues[slot] = folded;
+        return folded;
+    }
+
     private void Record(long timeTicks, string kind, ulong foldedKind, long a, long b, long c, string? text)
     {
         Count++;
@@ -75,7 +98,7 @@ public sealed class SimTrace
         state = Step(state, (ulong)c);
         if (text is not null)
         {
-            state = Step(state, Fold(text));
+            state = Step(state, CachedFold(text));
         }
 
         _state = state;

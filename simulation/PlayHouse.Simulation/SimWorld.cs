@@ -1,3 +1,5 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Simulation;
@@ -164,21 +166,21 @@ public sealed class SimWorld
         EventsExecuted++;
         if (EventsExecuted > _eventsMax)
         {
-            throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
+            ThrowLivelock();
         }
 
         var previous = System.Threading.SynchronizationContext.Current;
         if (ReferenceEquals(previous, SynchronizationContext))
         {
             // A caller that steps many times installs the world's context once (the runner does); nothing to swap.
-            item.Execute();
+            Execute(item);
             return true;
         }
 
         System.Threading.SynchronizationContext.SetSynchronizationContext(SynchronizationContext);
         try
         {
-            item.Execute();
+            Execute(item);
         }
         finally
         {
@@ -186,6 +188,45 @@ public sealed class SimWorld
         }
 
         return true;
+    }
+
+    /// <summary>
+    /// <see cref="Step"/> for a caller that has installed <see cref="SynchronizationContext"/> on this thread for as
+    /// long as it steps (the runner's loop): the context is not read back per event, a thread-static read each time.
+    /// Every code path that sets another context restores it before it returns, so it stays installed between events.
+    /// </summary>
+    internal bool StepInContext()
+    {
+        if (!TryDequeue(out var entry))
+        {
+            return false;
+        }
+
+        NowTicks = entry.TimeTicks;
+        CurrentEventSequence = entry.Sequence;
+        EventsExecuted++;
+        if (EventsExecuted > _eventsMax)
+        {
+            ThrowLivelock();
+        }
+
+        Execute(entry.Item);
+        return true;
+    }
+
+    /// <summary>
+    /// Runs one event. A stream direction's pump, most of the events of a round trip, is called on its concrete type:
+    /// the interface call site then sees mostly stage turns, not three or more classes that defeat its dispatch cache.
+    /// </summary>
+    private static void Execute(IThreadPoolWorkItem item)
+    {
+        if (item.GetType() == typeof(Network.StreamDirection))
+        {
+            Unsafe.As<Network.StreamDirection>(item).Execute();
+            return;
+        }
+
+        item.Execute();
     }
 
     /// <summary>Runs events due at or before <paramref name="untilTicks"/>, then sets time to it.</summary>
@@ -222,13 +263,12 @@ public sealed class SimWorld
     /// <summary>Re-binds the world to the calling thread (a test that builds on one thread and runs on another).</summary>
     public void BindToCurrentThread() => _ownerThreadId = Environment.CurrentManagedThreadId;
 
-    internal bool CheckThread(string action)
-    {
-        if (Environment.CurrentManagedThreadId == _ownerThreadId)
-        {
-            return true;
-        }
+    // Small enough to inline at every schedule, which then reads the thread id without a call; the escape is out of line.
+    internal bool CheckThread(string action) => Environment.CurrentManagedThreadId == _ownerThreadId || RecordEscape(action);
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool RecordEscape(string action)
+    {
         lock (_escapes)
         {
             _escapes.Add($"Thread {Environment.CurrentManagedThreadId} tried to {action} at virtual time {Now}; the simulation runs on thread {_ownerThreadId} only (a continuation escaped to the ThreadPool, or a real timer fired).");
@@ -237,6 +277,7 @@ public sealed class SimWorld
         return false;
     }
 
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private bool TryDequeue(out EventEntry entry)
     {
         if (_queue.Count == 0)
@@ -246,9 +287,21 @@ public sealed class SimWorld
         }
 
         entry = _queue.Dequeue();
-        if (!_exploreSchedules || _queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
+        if (_exploreSchedules)
         {
-            return true;
+            PickSameInstant(ref entry);
+        }
+
+        return true;
+    }
+
+    /// <summary>When exploring schedules, swaps <paramref name="entry"/> for a PRNG pick among the events due at its instant.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void PickSameInstant(ref EventEntry entry)
+    {
+        if (_queue.Count == 0 || _queue.PeekTimeTicks() != entry.TimeTicks)
+        {
+            return;
         }
 
         // Several events share this instant: choose one with the PRNG and put the rest back in order.
@@ -270,8 +323,12 @@ public sealed class SimWorld
         }
 
         _sameInstant.Clear();
-        return true;
     }
+
+    [DoesNotReturn]
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ThrowLivelock() =>
+        throw new SimulationException($"Livelock: more than {_eventsMax} events ran (virtual time {Now}).");
 
     /// <summary>One queued event: its instant, its sequence (unique, so the order is total) and the work; 24 bytes.</summary>
     private readonly record struct EventEntry(long TimeTicks, long Sequence, IThreadPoolWorkItem Item)
@@ -307,7 +364,17 @@ public sealed class SimWorld
             Far,
         }
 
-        public int Count => _near.Count + _far.Count + _now.Count + _wheel.Count;
+        // Kept here rather than summed over the four parts: every schedule reads it for the high-water mark and every
+        // step for emptiness.
+        public int Count { get; private set; }
+
+        // The earliest event outside the lane, its part and its (time, sequence) (long.MaxValue for none), while
+        // _restKnown. An enqueue outside the lane updates it by one comparison and a lane dequeue leaves it as it is, so
+        // only a dequeue from the wheel or a heap has it found again across the three parts.
+        private bool _restKnown = true;
+        private Source _restSource = Source.Far;
+        private long _restTime = long.MaxValue;
+        private long _restSequence = long.MaxValue;
 
         public long PeekTimeTicks() => HeadSource() switch
         {
@@ -320,31 +387,52 @@ public sealed class SimWorld
         /// <summary>Queues <paramref name="entry"/>; one due at <paramref name="nowTicks"/> must be later in (time, sequence) than every queued one due then.</summary>
         public void Enqueue(in EventEntry entry, long nowTicks)
         {
+            Count++;
             if (entry.TimeTicks == nowTicks)
             {
                 _now.Enqueue(entry);
-            }
-            else if (_wheel.TryEnqueue(entry, nowTicks))
-            {
                 return;
+            }
+
+            Source source;
+            if (_wheel.TryEnqueue(entry, nowTicks))
+            {
+                source = Source.Wheel;
             }
             else if (entry.TimeTicks - nowTicks > NearHorizonTicks)
             {
                 _far.Enqueue(entry);
+                source = Source.Far;
             }
             else
             {
                 _near.Enqueue(entry);
+                source = Source.Near;
+            }
+
+            if (_restKnown && EventEntry.RunsBefore(entry.TimeTicks, entry.Sequence, _restTime, _restSequence))
+            {
+                (_restSource, _restTime, _restSequence) = (source, entry.TimeTicks, entry.Sequence);
             }
         }
 
-        public EventEntry Dequeue() => HeadSource() switch
+        public EventEntry Dequeue()
         {
-            Source.Lane => _now.Dequeue(),
-            Source.Wheel => _wheel.Dequeue(),
-            Source.Near => _near.Dequeue(),
-            _ => _far.Dequeue(),
-        };
+            Count--;
+            var source = HeadSource();
+            if (source == Source.Lane)
+            {
+                return _now.Dequeue();
+            }
+
+            _restKnown = false;
+            return source switch
+            {
+                Source.Wheel => _wheel.Dequeue(),
+                Source.Near => _near.Dequeue(),
+                _ => _far.Dequeue(),
+            };
+        }
 
         /// <summary>
         /// Which part holds the earliest event in (time, sequence). The lane holds only events of the current instant;
@@ -353,21 +441,32 @@ public sealed class SimWorld
         /// </summary>
         private Source HeadSource()
         {
-            var source = Source.Far;
-            long time = long.MaxValue, sequence = long.MaxValue;
+            if (!_restKnown)
+            {
+                FindRest();
+            }
+
             if (_now.Count > 0)
             {
                 ref readonly var lane = ref _now.Peek();
-                (source, time, sequence) = (Source.Lane, lane.TimeTicks, lane.Sequence);
+                if (EventEntry.RunsBefore(lane.TimeTicks, lane.Sequence, _restTime, _restSequence))
+                {
+                    return Source.Lane;
+                }
             }
 
+            return _restSource;
+        }
+
+        /// <summary>Finds the earliest event of the wheel and the two heaps.</summary>
+        private void FindRest()
+        {
+            var source = Source.Far;
+            long time = long.MaxValue, sequence = long.MaxValue;
             if (_wheel.Count > 0)
             {
-                ref readonly var wheel = ref _wheel.Peek();
-                if (EventEntry.RunsBefore(wheel.TimeTicks, wheel.Sequence, time, sequence))
-                {
-                    (source, time, sequence) = (Source.Wheel, wheel.TimeTicks, wheel.Sequence);
-                }
+                _wheel.PeekKey(out time, out sequence);
+                source = Source.Wheel;
             }
 
             if (_near.Count > 0)
@@ -384,11 +483,11 @@ public sealed class SimWorld
                 ref readonly var far = ref _far.Peek();
                 if (EventEntry.RunsBefore(far.TimeTicks, far.Sequence, time, sequence))
                 {
-                    source = Source.Far;
+                    (source, time, sequence) = (Source.Far, far.TimeTicks, far.Sequence);
                 }
             }
 
-            return source;
+            (_restKnown, _restSource, _restTime, _restSequence) = (true, source, time, sequence);
         }
     }
 
@@ -405,8 +504,8 @@ public sealed class SimWorld
         private const int BucketCount = 1024;
         private const int Mask = BucketCount - 1;
         private const int Words = BucketCount / 64;
-        private readonly EventEntry[]?[] _buckets = new EventEntry[]?[BucketCount];
-        private readonly int[] _counts = new int[BucketCount];
+        // Each bucket's entries and count side by side, so a bucket costs one array access and one bounds check.
+        private readonly Bucket[] _buckets = new Bucket[BucketCount];
         private readonly ulong[] _occupied = new ulong[Words];
 
         // Every queued event's bucket (its time divided by BucketTicks) lies in [_baseBucket, _baseBucket + BucketCount),
@@ -414,6 +513,11 @@ public sealed class SimWorld
         private long _baseBucket;
         private int _minBucket = -1;
         private int _minIndex;
+
+        // The key of the earliest event while _minBucket is set, so a peek or an enqueue compares against two fields
+        // instead of loading the bucket's array and its entry.
+        private long _minTime;
+        private long _minSequence;
 
         public int Count { get; private set; }
 
@@ -434,21 +538,21 @@ public sealed class SimWorld
             }
 
             var index = (int)(bucket & Mask);
-            var entries = _buckets[index] ??= new EventEntry[4];
-            var count = _counts[index];
-            if (count == entries.Length)
+            ref var slot = ref _buckets[index];
+            var entries = slot.Entries;
+            var count = slot.Count;
+            if (entries is null || count == entries.Length)
             {
-                Array.Resize(ref entries, count * 2);
-                _buckets[index] = entries;
+                entries = Grow(ref slot);
             }
 
             entries[count] = entry;
-            _counts[index] = count + 1;
+            slot.Count = count + 1;
             _occupied[index >> 6] |= 1UL << (index & 63);
             Count++;
-            if (_minBucket >= 0 && entry.RunsBefore(_buckets[_minBucket]![_minIndex]))
+            if (_minBucket >= 0 && EventEntry.RunsBefore(entry.TimeTicks, entry.Sequence, _minTime, _minSequence))
             {
-                (_minBucket, _minIndex) = (index, count);
+                (_minBucket, _minIndex, _minTime, _minSequence) = (index, count, entry.TimeTicks, entry.Sequence);
             }
 
             return true;
@@ -461,7 +565,37 @@ public sealed class SimWorld
                 FindMin();
             }
 
-            return ref _buckets[_minBucket]![_minIndex];
+            return ref _buckets[_minBucket].Entries![_minIndex];
+        }
+
+        // Out of line, so the enqueue that rarely needs it keeps its bucket array in a register, not in a stack slot.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        private static EventEntry[] Grow(ref Bucket slot)
+        {
+            var entries = slot.Entries;
+            if (entries is null)
+            {
+                entries = new EventEntry[4];
+            }
+            else
+            {
+                Array.Resize(ref entries, slot.Count * 2);
+            }
+
+            slot.Entries = entries;
+            return entries;
+        }
+
+        /// <summary>The (time, sequence) of the earliest event, as <see cref="Peek"/> would read them.</summary>
+        public void PeekKey(out long timeTicks, out long sequence)
+        {
+            if (_minBucket < 0)
+            {
+                FindMin();
+            }
+
+            timeTicks = _minTime;
+            sequence = _minSequence;
         }
 
         public EventEntry Dequeue()
@@ -472,13 +606,18 @@ public sealed class SimWorld
             }
 
             var index = _minBucket;
-            var entries = _buckets[index]!;
-            var count = --_counts[index];
+            ref var slot = ref _buckets[index];
+            var entries = slot.Entries!;
+            var count = --slot.Count;
             var entry = entries[_minIndex];
 
             // The order within a bucket does not matter: the last entry fills the hole, and the vacated slot is
             // cleared so the wheel holds no work item it no longer owns.
-            entries[_minIndex] = entries[count];
+            if (_minIndex != count)
+            {
+                entries[_minIndex] = entries[count];
+            }
+
             entries[count] = default;
             if (count == 0)
             {
@@ -493,8 +632,8 @@ public sealed class SimWorld
         private void FindMin()
         {
             var index = FirstOccupiedFrom((int)(_baseBucket & Mask));
-            var entries = _buckets[index]!;
-            var count = _counts[index];
+            var entries = _buckets[index].Entries!;
+            var count = _buckets[index].Count;
             var best = 0;
             for (var i = 1; i < count; i++)
             {
@@ -504,7 +643,7 @@ public sealed class SimWorld
                 }
             }
 
-            (_minBucket, _minIndex) = (index, best);
+            (_minBucket, _minIndex, _minTime, _minSequence) = (index, best, entries[best].TimeTicks, entries[best].Sequence);
         }
 
         private int FirstOccupiedFrom(int start)
@@ -524,6 +663,12 @@ public sealed class SimWorld
             }
 
             throw new InvalidOperationException("The wheel counts events but no bucket is occupied.");
+        }
+
+        private struct Bucket
+        {
+            public EventEntry[]? Entries;
+            public int Count;
         }
     }
 

@@ -48,7 +48,7 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private readonly SimWorld _world;
     private readonly MessagePool _pool;
     private readonly Utf8StringCache _msgIds;
-    private readonly Dictionary<ushort, int> _slotBySeq = [];
+    private readonly SeqSlotTable _slotBySeq;
     private readonly PendingSlot[] _slots;
     private readonly Stack<int> _freeSlots = new();
     private readonly TimeoutTimer _timeoutTimer;
@@ -72,6 +72,7 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         Endpoint = endpoint;
         InFlightMax = inFlightMax;
         _slots = new PendingSlot[inFlightMax];
+        _slotBySeq = new SeqSlotTable(inFlightMax);
         for (var i = inFlightMax - 1; i >= 0; i--)
         {
             _freeSlots.Push(i);
@@ -191,7 +192,7 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         {
             _lastSeq = (ushort)(_lastSeq == ushort.MaxValue ? 1 : _lastSeq + 1);
         }
-        while (_slotBySeq.ContainsKey(_lastSeq));
+        while (_slotBySeq.Contains(_lastSeq));
 
         return _lastSeq;
     }
@@ -303,7 +304,7 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         {
             var slot = _head;
             var pending = _slots[slot];
-            _slotBySeq.Remove(pending.Seq);
+            _slotBySeq.Remove(pending.Seq, out _);
             Release(slot);
             Statistics.Timeouts++;
             pending.OnReply!(this, new ClientReply(pending.Seq, string.Empty, ErrorCodes.RequestTimeout, ReadOnlyMemory<byte>.Empty, TimedOut: true));

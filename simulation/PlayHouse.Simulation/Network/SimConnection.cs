@@ -195,9 +195,24 @@ public sealed class SimConnection
 
     internal void Deliver(ReadOnlySpan<byte> data)
     {
-        if (_receiver is not null)
+        var receiver = _receiver;
+        if (receiver is not null)
         {
-            _receiver.OnStreamData(this, data);
+            // Every round trip delivers to both a client and a server session: a call site with two receiver classes
+            // in turn defeats both the JIT's guess and the dispatch cache, so each sealed class gets a direct call.
+            if (receiver is Clients.SimClient client)
+            {
+                ((IStreamReceiver)client).OnStreamData(this, data);
+            }
+            else if (receiver is Cluster.SimSessionConnection session)
+            {
+                ((IStreamReceiver)session).OnStreamData(this, data);
+            }
+            else
+            {
+                receiver.OnStreamData(this, data);
+            }
+
             return;
         }
 

@@ -289,7 +289,7 @@ public sealed class SimNetwork
         _open.Add(server.ConnectionId, server);
         Counters.ConnectionsOpened++;
         Trace("net.connect", client.ConnectionId, server.ConnectionId, $"{fromEndpoint}->{toEndpoint}");
-        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, 0, arrival, EndsSend: false, Reason: null));
+        Enqueue(client.Outbound, new StreamSegment(SegmentKind.Open, 0, arrival, EndsSend: false));
         return client;
     }
 
@@ -297,7 +297,11 @@ public sealed class SimNetwork
     {
         var direction = from.Outbound;
         var path = direction.Path;
-        if (direction.QueuedBytes + bytes.Length > path.Options.QueueCapacityBytes)
+
+        // Read once: nothing in a send changes a path's options, and each read through the path is a load the JIT
+        // cannot hoist past the calls in between.
+        var options = path.Options;
+        if (direction.QueuedBytes + bytes.Length > options.QueueCapacityBytes)
         {
             Counters.StreamSendsRefused++;
             Trace("net.refuse", from.ConnectionId, bytes.Length, null);
@@ -313,10 +317,10 @@ public sealed class SimNetwork
             return true;
         }
 
-        var arrival = ArrivalTicks(path, bytes.Length);
-        if (path.Options.LossProbability > 0 && _random.NextBool(path.Options.LossProbability))
+        var arrival = ArrivalTicks(path, options, bytes.Length);
+        if (options.LossProbability > 0 && _random.NextBool(options.LossProbability))
         {
-            if (path.Options.StreamLoss == StreamLossMode.Reset)
+            if (options.StreamLoss == StreamLossMode.Reset)
             {
                 Trace("net.loss-reset", from.ConnectionId, bytes.Length, null);
                 CountDiscarded(from, bytes.Length, endsSend: true);
@@ -326,14 +330,14 @@ public sealed class SimNetwork
 
             // Retransmission: this segment and, through the ordering rule, everything behind it arrive later.
             Counters.StreamRetransmits++;
-            arrival += path.Options.RetransmitDelay.Ticks;
+            arrival += options.RetransmitDelay.Ticks;
             Trace(RetransmitKind, from.ConnectionId, bytes.Length);
         }
 
         direction.QueuedBytes += bytes.Length;
         Trace(SendKind, from.ConnectionId, bytes.Length);
 
-        var chunks = bytes.Length > 1 && path.Options.SplitProbability > 0 && _random.NextBool(path.Options.SplitProbability) ? 2 + _random.NextInt(2) : 1;
+        var chunks = bytes.Length > 1 && options.SplitProbability > 0 && _random.NextBool(options.SplitProbability) ? 2 + _random.NextInt(2) : 1;
         if (chunks > 1)
         {
             Counters.StreamSegmentsSplit++;
@@ -346,7 +350,7 @@ public sealed class SimNetwork
             var length = i == chunks - 1 ? remaining : 1 + _random.NextInt(Math.Max(1, remaining - (chunks - 1 - i)));
             direction.AppendBytes(bytes.Slice(offset, length));
             StreamBytesInFlight += length;
-            Enqueue(direction, new StreamSegment(SegmentKind.Data, length, arrival, EndsSend: i == chunks - 1, Reason: null));
+            Enqueue(direction, new StreamSegment(SegmentKind.Data, length, arrival, EndsSend: i == chunks - 1));
             offset += length;
         }
 
@@ -364,8 +368,10 @@ public sealed class SimNetwork
         DiscardAll(to.Outbound);
         if (!to.IsClosedNotified)
         {
-            // The close travels behind this end's data, so everything sent before it arrives first.
-            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, 0, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false, reason));
+            // The close travels behind this end's data, so everything sent before it arrives first. Its reason waits in
+            // the direction: a direction carries at most one close, its last segment.
+            from.Outbound.CloseReason = reason;
+            Enqueue(from.Outbound, new StreamSegment(SegmentKind.Close, 0, ArrivalTicks(from.Outbound.Path, 0), EndsSend: false));
         }
     }
 
@@ -447,18 +453,20 @@ public sealed class SimNetwork
     // ---- Internals: timing ----
 
     /// <summary>When bytes handed to the path now arrive: after the link has sent them (bandwidth) and one latency draw.</summary>
-    private long ArrivalTicks(PathState path, int lengthBytes)
+    private long ArrivalTicks(PathState path, int lengthBytes) => ArrivalTicks(path, path.Options, lengthBytes);
+
+    private long ArrivalTicks(PathState path, PathOptions options, int lengthBytes)
     {
         var start = _world.NowTicks;
-        if (path.Options.BandwidthBytesPerSecond > 0)
+        if (options.BandwidthBytesPerSecond > 0)
         {
             // Round the transmit time up: N bytes at B bytes/s never finish before N/B.
-            var rate = path.Options.BandwidthBytesPerSecond;
+            var rate = options.BandwidthBytesPerSecond;
             start = Math.Max(start, path.BusyUntilTicks) + (((lengthBytes * TimeSpan.TicksPerSecond) + rate - 1) / rate);
             path.BusyUntilTicks = start;
         }
 
-        return start + path.Options.Latency.SampleTicks(_random);
+        return start + options.Latency.SampleTicks(_random);
     }
 
     // ---- Internals: stream directions ----
@@ -532,12 +540,14 @@ public sealed class SimNetwork
                 DeliverData(direction, target, head);
                 break;
             case SegmentKind.Close:
-                Trace("net.closed", target.ConnectionId, 0, head.Reason);
+                var reason = direction.CloseReason;
+                direction.CloseReason = null;
+                Trace("net.closed", target.ConnectionId, 0, reason);
                 _open.Remove(target.ConnectionId);
 
                 // The end that hears the close cannot reach its peer any more.
                 DiscardAll(target.Outbound);
-                target.NotifyClosed(head.Reason ?? "closed");
+                target.NotifyClosed(reason ?? "closed");
                 break;
             default:
                 throw new InvalidOperationException($"Unknown segment kind {head.Kind}.");
@@ -657,6 +667,7 @@ public sealed class SimNetwork
         }
 
         StreamBytesInFlight -= direction.DiscardBytes();
+        direction.CloseReason = null;
 
         if (bytes > 0)
         {

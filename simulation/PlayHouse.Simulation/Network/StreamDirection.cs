@@ -46,11 +46,12 @@ internal enum SegmentKind
 }
 
 /// <summary>
-/// One queued unit of a stream direction: a handshake, a chunk of <c>Length</c> bytes, or a close with its reason.
-/// The bytes of the data chunks sit in their direction's byte store in the same order as the chunks.
+/// One queued unit of a stream direction: a handshake, a chunk of <c>Length</c> bytes, or a close. The bytes of the
+/// data chunks sit in their direction's byte store in the same order as the chunks, and a close's reason in
+/// <see cref="StreamDirection.CloseReason"/>, so a segment holds no reference and is stored without a GC write barrier.
 /// <c>EndsSend</c> is true on the last chunk of one <see cref="SimConnection.Send"/>, so each send is counted once.
 /// </summary>
-internal readonly record struct StreamSegment(SegmentKind Kind, int Length, long ReadyTicks, bool EndsSend, string? Reason);
+internal readonly record struct StreamSegment(SegmentKind Kind, int Length, long ReadyTicks, bool EndsSend);
 
 /// <summary>
 /// One direction of a stream connection: what its sender has sent and the receiver has not yet got, in send
@@ -76,6 +77,9 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
 
     /// <summary>A copy of <see cref="Target"/>'s closed-notified flag, kept by the connection ends.</summary>
     public bool TargetClosedNotified { get; set; }
+
+    /// <summary>The reason of the close queued in this direction (at most one, its last segment); null when none is.</summary>
+    public string? CloseReason { get; set; }
 
     /// <summary>Bytes sent into this direction and not yet delivered (the sender's <see cref="SimConnection.QueuedBytes"/>).</summary>
     public int QueuedBytes { get; set; }
@@ -185,8 +189,6 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
             throw new InvalidOperationException("No segment is queued.");
         }
 
-        // Clear the slot so the ring holds no reason it no longer owns.
-        _segments[_head] = default;
         _head = (_head + 1) & (_segments.Length - 1);
         Count--;
     }

@@ -156,6 +156,11 @@ public static class SimRunner
         var checkEveryEvents = settings.CheckEveryEvents;
         var progress = settings.Progress;
         var progressEvents = settings.ProgressEvents;
+
+        // Steps until the next progress report, counted down instead of taking the event count modulo the interval
+        // after every step (a 64-bit division per event); it reports after the same events. A nonsensical interval
+        // keeps the modulo, and with it whatever that did.
+        var countdown = progress is not null && progressEvents > 0 ? progressEvents - (world.EventsExecuted % progressEvents) : long.MaxValue;
         while (!run.IsDone)
         {
             if (world.NowTicks > limitTicks)
@@ -163,7 +168,7 @@ public static class SimRunner
                 return true;
             }
 
-            if (!world.Step())
+            if (!world.StepInContext())
             {
                 // Nothing left to happen but the workload is not done: it is stuck.
                 return true;
@@ -178,7 +183,12 @@ public static class SimRunner
                 }
             }
 
-            if (progress is not null && world.EventsExecuted % progressEvents == 0)
+            if (--countdown == 0)
+            {
+                countdown = progressEvents;
+                progress!(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
+            }
+            else if (progress is not null && progressEvents <= 0 && world.EventsExecuted % progressEvents == 0)
             {
                 progress(new RunProgress(world.EventsExecuted, world.Now, run.Progress));
             }
