@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
 
@@ -282,7 +283,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     {
         if (Interlocked.Exchange(ref _executing, 1) != 0)
         {
-            throw new InvalidOperationException($"Two turns of stage {StageId} on {NodeId} ran at once; the executor broke the one-turn-at-a-time rule.");
+            ThrowConcurrentTurns();
         }
 
         var previous = SynchronizationContext.Current;
@@ -356,6 +357,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _server.Executor.Schedule(this);
         }
     }
+
+    // Out of line: the message formatting would otherwise widen Execute's stack frame, zeroed on every turn.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ThrowConcurrentTurns() =>
+        throw new InvalidOperationException($"Two turns of stage {StageId} on {NodeId} ran at once; the executor broke the one-turn-at-a-time rule.");
 
     private void RunContinuation(SendOrPostCallback callback, object? state)
     {
@@ -461,19 +467,31 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     private ValueTask Dispatch(ref StageMessage message)
     {
-        var stage = _stage!;
+        // Messages to the stage's handlers are the steady stream; every other kind goes through DispatchOther, whose
+        // by-value messages and rarer calls would otherwise widen this frame (and its zeroing) on every message.
         switch (message.Kind)
         {
             case StageWorkKind.ClientMessage:
-                if (message.Actor is null || !message.Actor.IsJoined)
+                var actor = message.Actor;
+                if (actor is null || !actor.IsJoined)
                 {
                     FailMessage(ref message, ErrorCodes.NotInStage);
                     return ValueTask.CompletedTask;
                 }
 
-                return stage.OnDispatch(message.Actor.User, new Packet(message.MsgId!, message.Payload, message.Reply));
+                return _stage!.OnDispatch(actor.User, new Packet(message.MsgId!, message.Payload, message.Reply));
             case StageWorkKind.ServerMessage:
-                return stage.OnDispatch(new Packet(message.MsgId!, message.Payload, message.Reply));
+                return _stage!.OnDispatch(new Packet(message.MsgId!, message.Payload, message.Reply));
+            default:
+                return DispatchOther(ref message);
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ValueTask DispatchOther(ref StageMessage message)
+    {
+        switch (message.Kind)
+        {
             case StageWorkKind.Timer:
                 RunTimer((StageTimer)message.State!);
                 return ValueTask.CompletedTask;
