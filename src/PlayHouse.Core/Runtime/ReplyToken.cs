@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace PlayHouse.Core.Runtime;
 
 /// <summary>Where a reply goes.</summary>
@@ -14,14 +16,17 @@ internal enum ReplyRoute : byte
 /// </summary>
 public readonly struct ReplyToken
 {
-    internal ReplyToken(ReplyRoute route, long inboundId, string requestMsgId, long sessionId, ushort clientMsgSeq, string? meshNodeId, ulong meshMsgSeq, long stageId)
+    // The reply's destination: the client session (ReplyRoute.Client) or the requesting node's id (ReplyRoute.Mesh).
+    // One field for both keeps the token, and every mailbox entry that carries one, a reference and 8 bytes smaller.
+    private readonly object? _target;
+
+    private ReplyToken(ReplyRoute route, long inboundId, string requestMsgId, object? target, ushort clientMsgSeq, ulong meshMsgSeq, long stageId)
     {
         Route = route;
         InboundId = inboundId;
         RequestMsgId = requestMsgId;
-        SessionId = sessionId;
+        _target = target;
         ClientMsgSeq = clientMsgSeq;
-        MeshNodeId = meshNodeId;
         MeshMsgSeq = meshMsgSeq;
         StageId = stageId;
     }
@@ -36,11 +41,15 @@ public readonly struct ReplyToken
 
     internal string RequestMsgId { get; }
 
-    internal long SessionId { get; }
+    /// <summary>The session a client request came from; null for other routes.</summary>
+    /// <remarks>The session object, not its id, so the reply reaches it without a lookup by id.</remarks>
+    internal ClientSession? Session => Route == ReplyRoute.Client ? Unsafe.As<ClientSession>(_target) : null;
+
+    internal long SessionId => Session?.SessionId ?? 0;
 
     internal ushort ClientMsgSeq { get; }
 
-    internal string? MeshNodeId { get; }
+    internal string? MeshNodeId => Route == ReplyRoute.Mesh ? Unsafe.As<string>(_target) : null;
 
     internal ulong MeshMsgSeq { get; }
 
@@ -52,4 +61,10 @@ public readonly struct ReplyToken
         ReplyRoute.Mesh => $"reply->{MeshNodeId} seq {MeshMsgSeq}",
         _ => "no-reply",
     };
+
+    internal static ReplyToken ToClient(long inboundId, string requestMsgId, ClientSession session, ushort clientMsgSeq, long stageId) =>
+        new(ReplyRoute.Client, inboundId, requestMsgId, session, clientMsgSeq, 0, stageId);
+
+    internal static ReplyToken ToMesh(long inboundId, string requestMsgId, string? meshNodeId, ulong meshMsgSeq, long stageId) =>
+        new(ReplyRoute.Mesh, inboundId, requestMsgId, meshNodeId, 0, meshMsgSeq, stageId);
 }
