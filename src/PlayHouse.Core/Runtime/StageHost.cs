@@ -17,7 +17,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 {
     private readonly PlayServer _server;
     private readonly Lock? _gate;
-    private readonly Queue<StageMessage> _mailbox = new();
+    private readonly StageMailbox _mailbox = new();
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
@@ -281,7 +281,18 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     public void Execute()
     {
-        if (Interlocked.Exchange(ref _executing, 1) != 0)
+        // A single-threaded node runs every turn on one thread, where only a nested turn could overlap, and a plain
+        // read and write detect that; the interlocked exchange (a full fence per turn) is needed only across threads.
+        if (_gate is null)
+        {
+            if (_executing != 0)
+            {
+                ThrowConcurrentTurns();
+            }
+
+            _executing = 1;
+        }
+        else if (Interlocked.Exchange(ref _executing, 1) != 0)
         {
             ThrowConcurrentTurns();
         }
@@ -308,7 +319,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                     }
                     else if (!_suspended && _mailbox.Count > 0 && budget > 0)
                     {
-                        message = _mailbox.Dequeue();
+                        _mailbox.Dequeue(out message);
                         if (message.External)
                         {
                             _externalQueued--;
@@ -751,8 +762,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         using (NodeLock.Enter(_gate))
         {
             _state = StageState.Closed;
-            orphans = [.. _mailbox];
-            _mailbox.Clear();
+            orphans = _mailbox.DrainToList();
             _externalQueued = 0;
         }
 
