@@ -395,10 +395,16 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private void RunMessage(ref StageMessage message)
     {
         // Who waits on this handler: read by requests it sends, to extend their await chains (cleared in Finish).
+        // The waiter's node, sequence and chain are read only while a stage waits (AwaitChainOfCurrentHandler checks
+        // the stage id first), and Finish cleared them after the last handler, so most messages skip their stores.
         _handlingWaiterStageId = message.WaiterStageId;
-        _handlingWaiterNodeId = message.Reply.MeshNodeId;
-        _handlingWaiterMsgSeq = message.Reply.MeshMsgSeq;
-        _handlingChainIn = message.AwaitChain;
+        if (message.WaiterStageId != 0)
+        {
+            _handlingWaiterNodeId = message.Reply.MeshNodeId;
+            _handlingWaiterMsgSeq = message.Reply.MeshMsgSeq;
+            _handlingChainIn = message.AwaitChain;
+        }
+
         _handlingChainOut = null;
         _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
         ValueTask task;
