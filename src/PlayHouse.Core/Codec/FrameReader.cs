@@ -79,6 +79,15 @@ internal sealed class FrameReader : IDisposable
     public bool TryRead(ref ReadOnlySpan<byte> input, out DecodedFrame frame)
     {
         ThrowIfUnusable();
+        if (input.IsEmpty)
+        {
+            // Every chunk ends with this call. No bytes cannot finish a frame: a call that fills a header or a payload
+            // finishes its phase before it returns, so the state machine would copy nothing and change nothing, only
+            // touch the decoder's colder fields and header buffer.
+            frame = default;
+            return false;
+        }
+
         try
         {
             if (TryReadWhole(ref input, out frame))
