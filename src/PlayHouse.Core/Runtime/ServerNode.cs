@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
 
@@ -300,7 +301,13 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     }
 
     /// <summary>Sends the one reply a request accepts; a second reply throws and is counted.</summary>
-    /// <remarks>A reply after the request's ledger entry expired is counted and still sent, without an exception.</remarks>
+    /// <remarks>
+    /// A reply after the request's ledger entry expired is counted and still sent, without an exception. Kept out of
+    /// line: with profile-guided devirtualisation the whole reply path (ledger, routing, the connection's send and
+    /// the frame encoder) was inlined into the handler that replies, which used up the JIT's inlining budget there,
+    /// so trivial calls in the handler and on this path stayed calls and their results went through the stack.
+    /// </remarks>
+    [MethodImpl(MethodImplOptions.NoInlining)]
     internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)
     {
         switch (CloseInbound(token))
