@@ -42,6 +42,9 @@ internal sealed class FrameReader : IDisposable
     private int _payloadFilledBytes;
     private StreamDecoderState _state;
 
+    // The msg id cache's entry of this connection's last msg id, tried first: a connection mostly repeats one id.
+    private int _msgIdSlot = -1;
+
     public FrameReader(MessagePool pool, Utf8StringCache? msgIdCache, FrameDecoderOptions? options, bool isServer, string defaultOwner)
     {
         ArgumentNullException.ThrowIfNull(pool);
@@ -76,6 +79,15 @@ internal sealed class FrameReader : IDisposable
     public bool TryRead(ref ReadOnlySpan<byte> input, out DecodedFrame frame)
     {
         ThrowIfUnusable();
+        if (input.IsEmpty)
+        {
+            // Every chunk ends with this call. No bytes cannot finish a frame: a call that fills a header or a payload
+            // finishes its phase before it returns, so the state machine would copy nothing and change nothing, only
+            // touch the decoder's colder fields and header buffer.
+            frame = default;
+            return false;
+        }
+
         try
         {
             if (TryReadWhole(ref input, out frame))
@@ -353,7 +365,7 @@ internal sealed class FrameReader : IDisposable
     {
         var msgIdBytes = headerBody[0];
         var msgIdUtf8 = headerBody.Slice(WireProtocol.MsgIdLengthBytes, msgIdBytes);
-        if (!_msgIds.TryGetString(msgIdUtf8, out var msgId))
+        if (!_msgIds.TryGetString(msgIdUtf8, ref _msgIdSlot, out var msgId))
         {
             throw Fail(FrameError.InvalidUtf8MsgId, $"The msg id bytes {Convert.ToHexString(msgIdUtf8)} are not valid UTF-8.");
         }

@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Buffers.Binary;
+using System.Runtime.CompilerServices;
 using System.Text;
 
 namespace PlayHouse.Core.Codec;
@@ -11,15 +12,57 @@ internal static class FrameWriter
     // different id than the one sent.
     private static readonly UTF8Encoding StrictUtf8 = new(encoderShouldEmitUTF8Identifier: false, throwOnInvalidBytes: true);
 
+    // Slot n holds the last msg id of n chars found to be ASCII (so n UTF-8 bytes, within the wire limit). A frame
+    // usually carries the same string instance as the last frame of that length did (a literal, or the decoder's
+    // cached id), so a reference compare replaces the validation per encode. Strings are immutable and a reference
+    // store is atomic, so any thread may read or replace a slot: whatever it finds there was validated.
+    private static readonly string?[] AsciiMsgIdsByLength = new string?[WireProtocol.MaxMsgIdBytes + 1];
+
     /// <summary>Counts the msg id in UTF-8 bytes (not chars, see bug B16) and rejects ids the length byte cannot hold.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public static int GetMsgIdByteCount(string msgId)
     {
         ArgumentNullException.ThrowIfNull(msgId);
+        var length = msgId.Length;
+        var known = AsciiMsgIdsByLength;
+        return (uint)length < (uint)known.Length && ReferenceEquals(known[length], msgId) ? length : CountMsgIdBytes(msgId);
+    }
+
+    /// <summary>Computes <c>Len</c> and rejects bodies over <paramref name="maxBodyBytes"/>.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public static int GetBodyBytes(int msgIdBytes, int fixedFieldsBytes, int payloadBytes, int maxBodyBytes)
+    {
+        // Compare in 64 bits: a payload near int.MaxValue must not wrap into an acceptable length.
+        var bodyBytes = (long)WireProtocol.MsgIdLengthBytes + msgIdBytes + fixedFieldsBytes + payloadBytes;
+        if (maxBodyBytes < 1 || maxBodyBytes > WireProtocol.MaxBodyBytes || bodyBytes > maxBodyBytes)
+        {
+            ThrowBadBody(bodyBytes, payloadBytes, maxBodyBytes);
+        }
+
+        return (int)bodyBytes;
+    }
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public static void CheckDestination(int destinationBytes, int frameBytes)
+    {
+        if (destinationBytes < frameBytes)
+        {
+            ThrowDestinationTooShort(destinationBytes, frameBytes);
+        }
+    }
+
+    // The slow and failing paths are out of line: their message formatting would otherwise widen the stack frame
+    // (and its zeroing) of every encoder caller they are inlined into.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static int CountMsgIdBytes(string msgId)
+    {
         int count;
+        bool ascii;
         try
         {
             // Msg ids are nearly always ASCII, one byte per char; the vectorised check is far cheaper than counting.
-            count = Ascii.IsValid(msgId) ? msgId.Length : StrictUtf8.GetByteCount(msgId);
+            ascii = Ascii.IsValid(msgId);
+            count = ascii ? msgId.Length : StrictUtf8.GetByteCount(msgId);
         }
         catch (EncoderFallbackException e)
         {
@@ -33,36 +76,30 @@ internal static class FrameWriter
                 nameof(msgId));
         }
 
+        if (ascii)
+        {
+            AsciiMsgIdsByLength[count] = msgId;
+        }
+
         return count;
     }
 
-    /// <summary>Computes <c>Len</c> and rejects bodies over <paramref name="maxBodyBytes"/>.</summary>
-    public static int GetBodyBytes(int msgIdBytes, int fixedFieldsBytes, int payloadBytes, int maxBodyBytes)
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowBadBody(long bodyBytes, int payloadBytes, int maxBodyBytes)
     {
         if (maxBodyBytes < 1 || maxBodyBytes > WireProtocol.MaxBodyBytes)
         {
             throw new ArgumentOutOfRangeException(nameof(maxBodyBytes), maxBodyBytes, $"maxBodyBytes must lie in [1, {WireProtocol.MaxBodyBytes}].");
         }
 
-        // Compare in 64 bits: a payload near int.MaxValue must not wrap into an acceptable length.
-        var bodyBytes = (long)WireProtocol.MsgIdLengthBytes + msgIdBytes + fixedFieldsBytes + payloadBytes;
-        if (bodyBytes > maxBodyBytes)
-        {
-            throw new ArgumentException(
-                $"The frame body would be {bodyBytes} bytes ({payloadBytes} B payload); the limit is {maxBodyBytes} bytes.",
-                nameof(payloadBytes));
-        }
-
-        return (int)bodyBytes;
+        throw new ArgumentException(
+            $"The frame body would be {bodyBytes} bytes ({payloadBytes} B payload); the limit is {maxBodyBytes} bytes.",
+            nameof(payloadBytes));
     }
 
-    public static void CheckDestination(int destinationBytes, int frameBytes)
-    {
-        if (destinationBytes < frameBytes)
-        {
-            throw new ArgumentException($"The destination holds {destinationBytes} bytes; the frame needs {frameBytes}.", "destination");
-        }
-    }
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowDestinationTooShort(int destinationBytes, int frameBytes) =>
+        throw new ArgumentException($"The destination holds {destinationBytes} bytes; the frame needs {frameBytes}.", "destination");
 
     /// <summary>Writes <c>[Len][MsgIdLen][MsgId][MsgSeq][StageId]</c> and returns the offset after StageId.</summary>
     public static int WriteCommonHeader(Span<byte> destination, int bodyBytes, string msgId, int msgIdBytes, ushort msgSeq, long stageId)

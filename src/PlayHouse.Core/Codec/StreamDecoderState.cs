@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace PlayHouse.Core.Codec;
 
 /// <summary>
@@ -22,6 +24,16 @@ internal struct StreamDecoderState
     public long StreamOffsetBytes;
 
     public readonly void ThrowIfUnusable(object owner)
+    {
+        // One test on the per-frame path; the refusals, with their messages, are built out of line.
+        if (Disposed || Fault != FrameError.None || Broken || Ended)
+        {
+            ThrowUnusable(owner);
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private readonly void ThrowUnusable(object owner)
     {
         ObjectDisposedException.ThrowIf(Disposed, owner);
         if (Fault != FrameError.None)

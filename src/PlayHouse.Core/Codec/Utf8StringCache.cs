@@ -83,6 +83,41 @@ public sealed class Utf8StringCache
     /// </summary>
     public bool TryGetString(ReadOnlySpan<byte> utf8, [NotNullWhen(true)] out string? value)
     {
+        var slot = -1;
+        return TryGetString(utf8, ref slot, out value);
+    }
+
+    /// <summary>
+    /// <see cref="TryGetString(ReadOnlySpan{byte}, out string?)"/> for a caller that sees the same id again and again
+    /// (a connection's decoder): <paramref name="slot"/> is the entry the caller's last lookup found or made (-1 for
+    /// none), tried first without hashing, and is updated to the entry this lookup found or made.
+    /// </summary>
+    /// <remarks>
+    /// Keys are unique in the cache and every slot below the count holds a live entry, so when the hinted entry's
+    /// bytes match it is the very entry the hashed lookup would find: the hit is counted and marked the same way.
+    /// </remarks>
+    internal bool TryGetString(ReadOnlySpan<byte> utf8, ref int slot, [NotNullWhen(true)] out string? value)
+    {
+        var hinted = slot;
+        if ((uint)hinted < (uint)_entries.Length && !utf8.IsEmpty && utf8.Length <= MaxKeyBytes)
+        {
+            using (NodeLock.Enter(_gate))
+            {
+                if (hinted < _count)
+                {
+                    ref var candidate = ref _entries[hinted];
+                    if (utf8.SequenceEqual(candidate.Key))
+                    {
+                        candidate.Referenced = true;
+                        _hits++;
+                        value = candidate.Value!;
+                        return true;
+                    }
+                }
+            }
+        }
+
+        slot = -1;
         if (utf8.IsEmpty)
         {
             value = string.Empty;
@@ -111,6 +146,7 @@ public sealed class Utf8StringCache
                     entry.Referenced = true;
                     _hits++;
                     value = entry.Value!;
+                    slot = i;
                     return true;
                 }
             }
@@ -124,7 +160,7 @@ public sealed class Utf8StringCache
             }
 
             value = Encoding.UTF8.GetString(utf8);
-            var slot = _count < Capacity ? _count++ : Evict();
+            slot = _count < Capacity ? _count++ : Evict();
 
             // New entries start without the hit bit: an id seen once is the first to go, a repeated one earns a second chance.
             _entries[slot] = new Entry
@@ -140,7 +176,7 @@ public sealed class Utf8StringCache
         }
     }
 
-    /// <summary>Like <see cref="TryGetString"/>, throwing <see cref="ArgumentException"/> for invalid UTF-8.</summary>
+    /// <summary>Like <see cref="TryGetString(ReadOnlySpan{byte}, out string?)"/>, throwing <see cref="ArgumentException"/> for invalid UTF-8.</summary>
     public string GetString(ReadOnlySpan<byte> utf8)
     {
         if (!TryGetString(utf8, out var value))

@@ -58,6 +58,9 @@ internal sealed class ClientSession(PlayServer server, long sessionId, IClientCo
 
     public ActorHost? Actor { get; set; }
 
+    /// <summary>True exactly while the server's session table holds this session (set and cleared with it, under its lock).</summary>
+    public bool IsListed { get; set; }
+
     /// <summary>True once a join succeeded; a failed later join returns the session to Authenticated, not New.</summary>
     public bool AuthenticatedBefore { get; set; }
 

@@ -116,7 +116,7 @@ public sealed class PlayServer : ServerNode
         using (NodeLock.Enter(_sessionsGate))
         {
             var id = ++_nextSessionId;
-            _sessions.Add(id, new ClientSession(this, id, connection));
+            _sessions.Add(id, new ClientSession(this, id, connection) { IsListed = true });
             return id;
         }
     }
@@ -191,7 +191,7 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (!TryOpenClientToken(sessionId, msgSeq, stageId, msgId, out var reply))
+        if (!TryOpenClientToken(session, msgSeq, stageId, msgId, out var reply))
         {
             payload.DisposeIfOwner();
             return;
@@ -224,6 +224,7 @@ public sealed class PlayServer : ServerNode
                 return;
             }
 
+            session.IsListed = false;
             session.State = SessionState.Closed;
             actor = session.Actor;
             session.Actor = null;
@@ -237,6 +238,7 @@ public sealed class PlayServer : ServerNode
         using (NodeLock.Enter(_sessionsGate))
         {
             _sessions.Remove(session.SessionId);
+            session.IsListed = false;
             session.State = SessionState.Closed;
         }
 
@@ -260,7 +262,7 @@ public sealed class PlayServer : ServerNode
             session.State = SessionState.Authenticating;
         }
 
-        if (!TryOpenClientToken(session.SessionId, msgSeq == 0 ? (ushort)1 : msgSeq, stageId, msgId, out var reply))
+        if (!TryOpenClientToken(session, msgSeq == 0 ? (ushort)1 : msgSeq, stageId, msgId, out var reply))
         {
             payload.DisposeIfOwner();
             OnJoinFailed(session);
@@ -423,15 +425,16 @@ public sealed class PlayServer : ServerNode
         }
     }
 
-    internal override void SendToSession(long sessionId, string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
+    internal override void SendToSession(ClientSession session, string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
     {
-        ClientSession? session;
+        bool listed;
         using (NodeLock.Enter(_sessionsGate))
         {
-            _sessions.TryGetValue(sessionId, out session);
+            // The flag follows the session's entry in the table, so this is the lookup by id without the hashing.
+            listed = session.IsListed;
         }
 
-        if (session is null)
+        if (!listed)
         {
             Counters.AddReplyToClosedSession();
             Observer.OnDropped(NodeId, "reply-to-closed-session", msgId);

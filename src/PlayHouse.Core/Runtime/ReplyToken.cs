@@ -1,3 +1,5 @@
+using System.Runtime.CompilerServices;
+
 namespace PlayHouse.Core.Runtime;
 
 /// <summary>Where a reply goes.</summary>
@@ -14,15 +16,22 @@ internal enum ReplyRoute : byte
 /// </summary>
 public readonly struct ReplyToken
 {
-    internal ReplyToken(ReplyRoute route, long inboundId, string requestMsgId, long sessionId, ushort clientMsgSeq, string? meshNodeId, ulong meshMsgSeq, long stageId)
+    // The reply's destination: the client session (ReplyRoute.Client) or the requesting node's id (ReplyRoute.Mesh).
+    // One field for both keeps the token, and every mailbox entry that carries one, a reference and 8 bytes smaller.
+    private readonly object? _target;
+
+    // The request's sequence on its route: the client's 16-bit msg seq or the mesh sender's 64-bit one. One field
+    // for both leaves three non-reference words after the token's references, which the JIT copies with plain moves
+    // where four took a rep movsq (a packet is passed by value to every handler).
+    private readonly ulong _seq;
+
+    private ReplyToken(ReplyRoute route, long inboundId, string requestMsgId, object? target, ulong seq, long stageId)
     {
         Route = route;
         InboundId = inboundId;
         RequestMsgId = requestMsgId;
-        SessionId = sessionId;
-        ClientMsgSeq = clientMsgSeq;
-        MeshNodeId = meshNodeId;
-        MeshMsgSeq = meshMsgSeq;
+        _target = target;
+        _seq = seq;
         StageId = stageId;
     }
 
@@ -36,13 +45,17 @@ public readonly struct ReplyToken
 
     internal string RequestMsgId { get; }
 
-    internal long SessionId { get; }
+    /// <summary>The session a client request came from; null for other routes.</summary>
+    /// <remarks>The session object, not its id, so the reply reaches it without a lookup by id.</remarks>
+    internal ClientSession? Session => Route == ReplyRoute.Client ? Unsafe.As<ClientSession>(_target) : null;
 
-    internal ushort ClientMsgSeq { get; }
+    internal long SessionId => Session?.SessionId ?? 0;
 
-    internal string? MeshNodeId { get; }
+    internal ushort ClientMsgSeq => Route == ReplyRoute.Client ? (ushort)_seq : (ushort)0;
 
-    internal ulong MeshMsgSeq { get; }
+    internal string? MeshNodeId => Route == ReplyRoute.Mesh ? Unsafe.As<string>(_target) : null;
+
+    internal ulong MeshMsgSeq => Route == ReplyRoute.Mesh ? _seq : 0;
 
     internal long StageId { get; }
 
@@ -52,4 +65,10 @@ public readonly struct ReplyToken
         ReplyRoute.Mesh => $"reply->{MeshNodeId} seq {MeshMsgSeq}",
         _ => "no-reply",
     };
+
+    internal static ReplyToken ToClient(long inboundId, string requestMsgId, ClientSession session, ushort clientMsgSeq, long stageId) =>
+        new(ReplyRoute.Client, inboundId, requestMsgId, session, clientMsgSeq, stageId);
+
+    internal static ReplyToken ToMesh(long inboundId, string requestMsgId, string? meshNodeId, ulong meshMsgSeq, long stageId) =>
+        new(ReplyRoute.Mesh, inboundId, requestMsgId, meshNodeId, meshMsgSeq, stageId);
 }

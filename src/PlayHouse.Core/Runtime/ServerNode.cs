@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
 
@@ -28,6 +29,12 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
     // No open entry expires before this instant (it may be stale-early after replies; a scan makes it exact).
     private long _earliestInboundDeadline = long.MaxValue;
+
+    // The oldest open entry as the last sweep found it, still open (0: none known). Ids are never reused and a
+    // deadline never changes, so until that id is removed the next sweep that starts there with an earlier clock
+    // would look it up only to stop at it; this skips that lookup. Every removal of the id clears it.
+    private long _knownOpenInboundId;
+    private long _knownOpenInboundDeadline;
 
     protected ServerNode(string nodeId, NodeSeams seams, ServerOptions? options)
     {
@@ -142,19 +149,19 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         // The entry lives as long as its requester waits: the timeout the request carries, else this node's default
         // (a sender that passed no timeout used its own default, and the nodes of one cluster share their options).
         var timeout = message.TimeoutMs > 0 ? TimeSpan.FromMilliseconds(message.TimeoutMs) : Options.RequestTimeout;
-        var unanswered = new ReplyToken(ReplyRoute.Mesh, 0, message.MsgId, 0, 0, message.From, message.MsgSeq, stageId);
+        var unanswered = ReplyToken.ToMesh(0, message.MsgId, message.From, message.MsgSeq, stageId);
         if (!TryOpenInbound(timeout, out var id))
         {
             RefuseOverLedgerCap(unanswered, stageId);
             return false;
         }
 
-        token = new ReplyToken(ReplyRoute.Mesh, id, message.MsgId, 0, 0, message.From, message.MsgSeq, stageId);
+        token = ReplyToken.ToMesh(id, message.MsgId, message.From, message.MsgSeq, stageId);
         return true;
     }
 
     /// <summary>Opens the exactly-once ledger entry of a request from a client session; false as for <see cref="TryOpenMeshToken"/>.</summary>
-    internal bool TryOpenClientToken(long sessionId, ushort msgSeq, long stageId, string msgId, out ReplyToken token)
+    internal bool TryOpenClientToken(ClientSession session, ushort msgSeq, long stageId, string msgId, out ReplyToken token)
     {
         token = default;
         if (msgSeq == 0)
@@ -165,11 +172,11 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         // A client's timeout is not on the wire; PlayHouse clients default to the same 30 s as RequestTimeout.
         if (!TryOpenInbound(Options.RequestTimeout, out var id))
         {
-            RefuseOverLedgerCap(new ReplyToken(ReplyRoute.Client, 0, msgId, sessionId, msgSeq, null, 0, stageId), stageId);
+            RefuseOverLedgerCap(ReplyToken.ToClient(0, msgId, session, msgSeq, stageId), stageId);
             return false;
         }
 
-        token = new ReplyToken(ReplyRoute.Client, id, msgId, sessionId, msgSeq, null, 0, stageId);
+        token = ReplyToken.ToClient(id, msgId, session, msgSeq, stageId);
         return true;
     }
 
@@ -184,7 +191,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             return;
         }
 
-        RouteReply(new ReplyToken(ReplyRoute.Mesh, 0, message.MsgId, 0, 0, message.From, message.MsgSeq, stageId), message.MsgId, Payload.Empty, errorCode, stageId);
+        RouteReply(ReplyToken.ToMesh(0, message.MsgId, message.From, message.MsgSeq, stageId), message.MsgId, Payload.Empty, errorCode, stageId);
     }
 
     private void RefuseOverLedgerCap(in ReplyToken unanswered, long stageId)
@@ -231,16 +238,20 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     private void ExpireInbound(long now, bool scanAll)
     {
         long expired = 0;
-        while (_oldestOpenInboundId <= _nextInboundId)
+        var knownOpenStops = _knownOpenInboundId == _oldestOpenInboundId && _knownOpenInboundDeadline > now;
+        while (!knownOpenStops && _oldestOpenInboundId <= _nextInboundId)
         {
             if (_openInbound.TryGetValue(_oldestOpenInboundId, out var deadline))
             {
                 if (deadline > now)
                 {
+                    _knownOpenInboundId = _oldestOpenInboundId;
+                    _knownOpenInboundDeadline = deadline;
                     break;
                 }
 
                 _openInbound.Remove(_oldestOpenInboundId);
+                ForgetKnownOpen(_oldestOpenInboundId);
                 _expiredInbound.Add(_oldestOpenInboundId);
                 expired++;
             }
@@ -257,6 +268,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
                 {
                     // Removing the current entry while enumerating a Dictionary is allowed and keeps the enumeration valid.
                     _openInbound.Remove(id);
+                    ForgetKnownOpen(id);
                     _expiredInbound.Add(id);
                     expired++;
                 }
@@ -280,8 +292,22 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
     }
 
+    private void ForgetKnownOpen(long id)
+    {
+        if (id == _knownOpenInboundId)
+        {
+            _knownOpenInboundId = 0;
+        }
+    }
+
     /// <summary>Sends the one reply a request accepts; a second reply throws and is counted.</summary>
-    /// <remarks>A reply after the request's ledger entry expired is counted and still sent, without an exception.</remarks>
+    /// <remarks>
+    /// A reply after the request's ledger entry expired is counted and still sent, without an exception. Kept out of
+    /// line: with profile-guided devirtualisation the whole reply path (ledger, routing, the connection's send and
+    /// the frame encoder) was inlined into the handler that replies, which used up the JIT's inlining budget there,
+    /// so trivial calls in the handler and on this path stayed calls and their results went through the stack.
+    /// </remarks>
+    [MethodImpl(MethodImplOptions.NoInlining)]
     internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)
     {
         switch (CloseInbound(token))
@@ -333,6 +359,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         {
             if (_openInbound.Remove(token.InboundId, out var deadline))
             {
+                ForgetKnownOpen(token.InboundId);
                 if (deadline > now)
                 {
                     return InboundClose.Closed;
@@ -359,7 +386,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         switch (token.Route)
         {
             case ReplyRoute.Client:
-                SendToSession(token.SessionId, msgId, token.ClientMsgSeq, token.StageId, errorCode, payload);
+                SendToSession(token.Session!, msgId, token.ClientMsgSeq, token.StageId, errorCode, payload);
                 break;
             case ReplyRoute.Mesh:
                 SendMesh(token.MeshNodeId!, new MeshMessage
@@ -380,7 +407,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     }
 
     /// <summary>Delivers a reply to a client session; API servers have none.</summary>
-    internal virtual void SendToSession(long sessionId, string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
+    internal virtual void SendToSession(ClientSession session, string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
     {
         Counters.AddReplyToClosedSession();
         payload.DisposeIfOwner();

@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
 
@@ -16,7 +17,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 {
     private readonly PlayServer _server;
     private readonly Lock? _gate;
-    private readonly Queue<StageMessage> _mailbox = new();
+    private readonly StageMailbox _mailbox = new();
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
@@ -280,9 +281,20 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     public void Execute()
     {
-        if (Interlocked.Exchange(ref _executing, 1) != 0)
+        // A single-threaded node runs every turn on one thread, where only a nested turn could overlap, and a plain
+        // read and write detect that; the interlocked exchange (a full fence per turn) is needed only across threads.
+        if (_gate is null)
         {
-            throw new InvalidOperationException($"Two turns of stage {StageId} on {NodeId} ran at once; the executor broke the one-turn-at-a-time rule.");
+            if (_executing != 0)
+            {
+                ThrowConcurrentTurns();
+            }
+
+            _executing = 1;
+        }
+        else if (Interlocked.Exchange(ref _executing, 1) != 0)
+        {
+            ThrowConcurrentTurns();
         }
 
         var previous = SynchronizationContext.Current;
@@ -307,7 +319,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                     }
                     else if (!_suspended && _mailbox.Count > 0 && budget > 0)
                     {
-                        message = _mailbox.Dequeue();
+                        _mailbox.Dequeue(out message);
                         if (message.External)
                         {
                             _externalQueued--;
@@ -357,6 +369,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
     }
 
+    // Out of line: the message formatting would otherwise widen Execute's stack frame, zeroed on every turn.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ThrowConcurrentTurns() =>
+        throw new InvalidOperationException($"Two turns of stage {StageId} on {NodeId} ran at once; the executor broke the one-turn-at-a-time rule.");
+
     private void RunContinuation(SendOrPostCallback callback, object? state)
     {
         _server.Observer.OnHandlerEntered(NodeId, StageId, _current.Kind, _current.MsgId);
@@ -378,10 +395,16 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private void RunMessage(ref StageMessage message)
     {
         // Who waits on this handler: read by requests it sends, to extend their await chains (cleared in Finish).
+        // The waiter's node, sequence and chain are read only while a stage waits (AwaitChainOfCurrentHandler checks
+        // the stage id first), and Finish cleared them after the last handler, so most messages skip their stores.
         _handlingWaiterStageId = message.WaiterStageId;
-        _handlingWaiterNodeId = message.Reply.MeshNodeId;
-        _handlingWaiterMsgSeq = message.Reply.MeshMsgSeq;
-        _handlingChainIn = message.AwaitChain;
+        if (message.WaiterStageId != 0)
+        {
+            _handlingWaiterNodeId = message.Reply.MeshNodeId;
+            _handlingWaiterMsgSeq = message.Reply.MeshMsgSeq;
+            _handlingChainIn = message.AwaitChain;
+        }
+
         _handlingChainOut = null;
         _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
         ValueTask task;
@@ -461,19 +484,31 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     private ValueTask Dispatch(ref StageMessage message)
     {
-        var stage = _stage!;
+        // Messages to the stage's handlers are the steady stream; every other kind goes through DispatchOther, whose
+        // by-value messages and rarer calls would otherwise widen this frame (and its zeroing) on every message.
         switch (message.Kind)
         {
             case StageWorkKind.ClientMessage:
-                if (message.Actor is null || !message.Actor.IsJoined)
+                var actor = message.Actor;
+                if (actor is null || !actor.IsJoined)
                 {
                     FailMessage(ref message, ErrorCodes.NotInStage);
                     return ValueTask.CompletedTask;
                 }
 
-                return stage.OnDispatch(message.Actor.User, new Packet(message.MsgId!, message.Payload, message.Reply));
+                return _stage!.OnDispatch(actor.User, new Packet(message.MsgId!, message.Payload, message.Reply));
             case StageWorkKind.ServerMessage:
-                return stage.OnDispatch(new Packet(message.MsgId!, message.Payload, message.Reply));
+                return _stage!.OnDispatch(new Packet(message.MsgId!, message.Payload, message.Reply));
+            default:
+                return DispatchOther(ref message);
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ValueTask DispatchOther(ref StageMessage message)
+    {
+        switch (message.Kind)
+        {
             case StageWorkKind.Timer:
                 RunTimer((StageTimer)message.State!);
                 return ValueTask.CompletedTask;
@@ -733,8 +768,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         using (NodeLock.Enter(_gate))
         {
             _state = StageState.Closed;
-            orphans = [.. _mailbox];
-            _mailbox.Clear();
+            orphans = _mailbox.DrainToList();
             _externalQueued = 0;
         }
 
