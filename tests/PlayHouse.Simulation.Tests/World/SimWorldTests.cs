@@ -82,35 +82,25 @@ public sealed class SimWorldTests
         // events at mixed distances checks the two are merged by (time, sequence) exactly like one queue.
         var world = new SimWorld(5);
         var random = world.CreateRandom();
-        var ran = new List<(long TimeTicks, int Id)>();
-        var scheduled = new List<(long TimeTicks, long Sequence, int Id)>();
-        var sequence = 0L;
-        var nextId = 0;
+        var order = new OrderModel(world);
 
-        void Schedule(long atTicks)
+        void Schedule(long atTicks) => order.Schedule(atTicks, () =>
         {
-            var id = nextId++;
-            scheduled.Add((Math.Max(atTicks, world.NowTicks), ++sequence, id));
-            world.ScheduleAt(atTicks, new Work(() =>
+            if (order.Scheduled < 2_000)
             {
-                ran.Add((world.NowTicks, id));
-                if (nextId < 2_000)
-                {
-                    // Up to 400 ms ahead, some at this very instant, so near, far and equal instants all mix.
-                    var ahead = random.NextInt(4) == 0 ? 0 : random.NextLong(0, 400 * TimeSpan.TicksPerMillisecond);
-                    Schedule(world.NowTicks + ahead);
-                    Schedule(world.NowTicks + (ahead / 2));
-                }
-            }));
-        }
+                // Up to 400 ms ahead, some at this very instant, so near, far and equal instants all mix.
+                var ahead = random.NextInt(4) == 0 ? 0 : random.NextLong(0, 400 * TimeSpan.TicksPerMillisecond);
+                Schedule(world.NowTicks + ahead);
+                Schedule(world.NowTicks + (ahead / 2));
+            }
+        });
 
         Schedule(0);
         Schedule(TimeSpan.TicksPerSecond);
         world.RunUntilQuiet();
 
-        var expected = scheduled.OrderBy(e => e.TimeTicks).ThenBy(e => e.Sequence).Select(e => (e.TimeTicks, e.Id)).ToList();
-        Assert.True(ran.Count > 1_000, $"only {ran.Count} events ran");
-        Assert.Equal(expected, ran);
+        Assert.True(order.Ran.Count > 1_000, $"only {order.Ran.Count} events ran");
+        Assert.Equal(order.Expected(), order.Ran);
     }
 
     [Theory]
@@ -124,29 +114,20 @@ public sealed class SimWorldTests
         // between move time without an event. Whatever part of the queue holds them, the order is (time, sequence).
         var world = new SimWorld(11);
         var random = world.CreateRandom();
-        var ran = new List<(long TimeTicks, int Id)>();
-        var scheduled = new List<(long TimeTicks, long Sequence, int Id)>();
-        var sequence = 0L;
-        var nextId = 0;
+        var order = new OrderModel(world);
 
-        void Schedule(long atTicks)
+        void Schedule(long atTicks) => order.Schedule(atTicks, () =>
         {
-            var id = nextId++;
-            scheduled.Add((Math.Max(atTicks, world.NowTicks), ++sequence, id));
-            world.ScheduleAt(atTicks, new Work(() =>
+            if (order.Scheduled < 4_000)
             {
-                ran.Add((world.NowTicks, id));
-                if (nextId < 4_000)
+                var ahead = random.NextInt(5) == 0 ? 0 : random.NextLong(0, 60 * TimeSpan.TicksPerMillisecond / grainTicks) * grainTicks;
+                Schedule(world.NowTicks + ahead);
+                if (random.NextInt(2) == 0)
                 {
-                    var ahead = random.NextInt(5) == 0 ? 0 : random.NextLong(0, 60 * TimeSpan.TicksPerMillisecond / grainTicks) * grainTicks;
-                    Schedule(world.NowTicks + ahead);
-                    if (random.NextInt(2) == 0)
-                    {
-                        Schedule(world.NowTicks + (ahead / 3));
-                    }
+                    Schedule(world.NowTicks + (ahead / 3));
                 }
-            }));
-        }
+            }
+        });
 
         for (var i = 0; i < 50; i++)
         {
@@ -158,9 +139,8 @@ public sealed class SimWorldTests
             world.RunUntil(world.NowTicks + random.NextLong(1, 10 * TimeSpan.TicksPerMillisecond));
         }
 
-        var expected = scheduled.OrderBy(e => e.TimeTicks).ThenBy(e => e.Sequence).Select(e => (e.TimeTicks, e.Id)).ToList();
-        Assert.True(ran.Count > 3_000, $"only {ran.Count} events ran");
-        Assert.Equal(expected, ran);
+        Assert.True(order.Ran.Count > 3_000, $"only {order.Ran.Count} events ran");
+        Assert.Equal(order.Expected(), order.Ran);
     }
 
     [Fact]
@@ -185,5 +165,33 @@ public sealed class SimWorldTests
     private sealed class Work(Action action) : IThreadPoolWorkItem
     {
         public void Execute() => action();
+    }
+
+    /// <summary>
+    /// The model of the world's order: every event scheduled is recorded with its effective instant and a sequence
+    /// of its own, and the events must run sorted by (instant, sequence), whichever part of the queue held them.
+    /// </summary>
+    private sealed class OrderModel(SimWorld world)
+    {
+        private readonly List<(long TimeTicks, long Sequence, int Id)> _scheduled = [];
+
+        public List<(long TimeTicks, int Id)> Ran { get; } = [];
+
+        public int Scheduled => _scheduled.Count;
+
+        /// <summary>Schedules an event that records itself when it runs, then does <paramref name="then"/>.</summary>
+        public void Schedule(long atTicks, Action then)
+        {
+            var id = _scheduled.Count;
+            _scheduled.Add((Math.Max(atTicks, world.NowTicks), id + 1L, id));
+            world.ScheduleAt(atTicks, new Work(() =>
+            {
+                Ran.Add((world.NowTicks, id));
+                then();
+            }));
+        }
+
+        public List<(long TimeTicks, int Id)> Expected() =>
+            [.. _scheduled.OrderBy(e => e.TimeTicks).ThenBy(e => e.Sequence).Select(e => (e.TimeTicks, e.Id))];
     }
 }
