@@ -1,5 +1,6 @@
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
+using PlayHouse.Core.Collections;
 using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Simulation;
@@ -353,7 +354,8 @@ public sealed class SimWorld
         private const long NearHorizonTicks = 100 * TimeSpan.TicksPerMillisecond;
         private readonly EventHeap _near = new();
         private readonly EventHeap _far = new();
-        private readonly EventLane _now = new();
+        // Events due at the current instant, in (time, sequence) order by construction (not readonly: a mutable struct).
+        private RingQueue<EventEntry> _now = new(256);
         private readonly EventWheel _wheel = new();
 
         private enum Source
@@ -378,7 +380,7 @@ public sealed class SimWorld
 
         public long PeekTimeTicks() => HeadSource() switch
         {
-            Source.Lane => _now.Peek().TimeTicks,
+            Source.Lane => _now.PeekHead().TimeTicks,
             Source.Wheel => _wheel.Peek().TimeTicks,
             Source.Near => _near.Peek().TimeTicks,
             _ => _far.Peek().TimeTicks,
@@ -422,7 +424,8 @@ public sealed class SimWorld
             var source = HeadSource();
             if (source == Source.Lane)
             {
-                return _now.Dequeue();
+                _now.Dequeue(out var entry);
+                return entry;
             }
 
             _restKnown = false;
@@ -448,7 +451,7 @@ public sealed class SimWorld
 
             if (_now.Count > 0)
             {
-                ref readonly var lane = ref _now.Peek();
+                ref readonly var lane = ref _now.PeekHead();
                 if (EventEntry.RunsBefore(lane.TimeTicks, lane.Sequence, _restTime, _restSequence))
                 {
                     return Source.Lane;
@@ -669,47 +672,6 @@ public sealed class SimWorld
         {
             public EventEntry[]? Entries;
             public int Count;
-        }
-    }
-
-    /// <summary>A FIFO ring of events due at the current instant, queued in (time, sequence) order.</summary>
-    private sealed class EventLane
-    {
-        private EventEntry[] _entries = new EventEntry[256];
-        private int _head;
-
-        public int Count { get; private set; }
-
-        public ref readonly EventEntry Peek() => ref _entries[_head];
-
-        public void Enqueue(in EventEntry entry)
-        {
-            if (Count == _entries.Length)
-            {
-                // Grow by doubling, unrolling the ring so the head is at 0 again; the length stays a power of two.
-                var grown = new EventEntry[_entries.Length * 2];
-                for (var i = 0; i < Count; i++)
-                {
-                    grown[i] = _entries[(_head + i) & (_entries.Length - 1)];
-                }
-
-                _entries = grown;
-                _head = 0;
-            }
-
-            _entries[(_head + Count) & (_entries.Length - 1)] = entry;
-            Count++;
-        }
-
-        public EventEntry Dequeue()
-        {
-            var entry = _entries[_head];
-
-            // Clear the vacated slot so the lane holds no work item it no longer owns.
-            _entries[_head] = default;
-            _head = (_head + 1) & (_entries.Length - 1);
-            Count--;
-            return entry;
         }
     }
 

@@ -1,3 +1,5 @@
+using PlayHouse.Core.Collections;
+
 namespace PlayHouse.Simulation.Network;
 
 /// <summary>The state of one directed path: its options, its faults, its link and what it holds.</summary>
@@ -86,8 +88,8 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
 
     // The segments in send order, as a ring kept in this object rather than a Queue<T> beside it: with 10,000
     // clients every send and pump touches a cold direction, and one object fewer per touch is a cache miss fewer.
-    private StreamSegment[] _segments = new StreamSegment[4];
-    private int _head;
+    // Inline in the direction (not readonly: a mutable struct), so a hop reaches no second object for its queue.
+    private RingQueue<StreamSegment> _segments = new(4);
 
     // The bytes of the queued data segments, back to back in send order in one buffer of this direction, so a hop
     // rents and returns no pooled buffer. Segments leave only from the head, so the head segment's bytes always
@@ -102,7 +104,7 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
     public int BytesHeld => _bytesEnd - _bytesStart - _pinnedBytes;
 
     /// <summary>Segments queued.</summary>
-    public int Count { get; private set; }
+    public int Count => _segments.Count;
 
     /// <summary>The ready time of the last queued segment; a later segment is never ready before it.</summary>
     public long LastReadyTicks { get; set; }
@@ -129,44 +131,19 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
     public long DueTicks(in StreamSegment segment) => Math.Max(segment.ReadyTicks, ReleaseFloorTicks);
 
     /// <summary>The <paramref name="index"/>-th queued segment, 0 being the head.</summary>
-    public ref readonly StreamSegment At(int index)
-    {
-        if ((uint)index >= (uint)Count)
-        {
-            throw new ArgumentOutOfRangeException(nameof(index), index, $"Only {Count} segment(s) are queued.");
-        }
+    public ref readonly StreamSegment At(int index) => ref _segments.At(index);
 
-        return ref _segments[(_head + index) & (_segments.Length - 1)];
-    }
-
-    public void Enqueue(in StreamSegment segment)
-    {
-        if (Count == _segments.Length)
-        {
-            // Grow by doubling, unrolling the ring so the head is at 0 again; the length stays a power of two.
-            var grown = new StreamSegment[_segments.Length * 2];
-            for (var i = 0; i < Count; i++)
-            {
-                grown[i] = _segments[(_head + i) & (_segments.Length - 1)];
-            }
-
-            _segments = grown;
-            _head = 0;
-        }
-
-        _segments[(_head + Count) & (_segments.Length - 1)] = segment;
-        Count++;
-    }
+    public void Enqueue(in StreamSegment segment) => _segments.Enqueue(segment);
 
     public bool TryPeek(out StreamSegment segment)
     {
-        if (Count == 0)
+        if (_segments.Count == 0)
         {
             segment = default;
             return false;
         }
 
-        segment = _segments[_head];
+        segment = _segments.PeekHead();
         return true;
     }
 
@@ -182,16 +159,7 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
     }
 
     /// <summary>Removes the head segment, which the caller has already read with <see cref="TryPeek"/>.</summary>
-    public void DropHead()
-    {
-        if (Count == 0)
-        {
-            throw new InvalidOperationException("No segment is queued.");
-        }
-
-        _head = (_head + 1) & (_segments.Length - 1);
-        Count--;
-    }
+    public void DropHead() => _segments.DropHead();
 
     /// <summary>Appends the bytes of a data segment queued (or about to be queued) at the tail.</summary>
     public void AppendBytes(ReadOnlySpan<byte> data)

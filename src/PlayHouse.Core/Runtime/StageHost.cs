@@ -1,4 +1,5 @@
 using System.Runtime.CompilerServices;
+using PlayHouse.Core.Collections;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
 
@@ -17,7 +18,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 {
     private readonly PlayServer _server;
     private readonly Lock? _gate;
-    private readonly StageMailbox _mailbox = new();
+    // Inline in the host (not readonly: a mutable struct); see RingQueue for why not Queue<T>.
+    private RingQueue<StageMessage> _mailbox = new(4);
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
@@ -768,7 +770,13 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         using (NodeLock.Enter(_gate))
         {
             _state = StageState.Closed;
-            orphans = _mailbox.DrainToList();
+            orphans = new List<StageMessage>(_mailbox.Count);
+            while (_mailbox.Count > 0)
+            {
+                _mailbox.Dequeue(out var orphan);
+                orphans.Add(orphan);
+            }
+
             _externalQueued = 0;
         }
 

@@ -1,0 +1,64 @@
+using PlayHouse.Core.Collections;
+using PlayHouse.Core.Seams;
+
+namespace PlayHouse.Core.Tests.Collections;
+
+public sealed class RingQueueTests
+{
+    [Theory]
+    [InlineData(1UL)]
+    [InlineData(2UL)]
+    [InlineData(3UL)]
+    public void RandomEnqueuesAndDequeues_MatchAQueueInOrderCountAndIndexing(ulong seed)
+    {
+        // Bursts of enqueues and dequeues wrap the ring around and grow it while wrapped, which is where a ring
+        // that re-lays its entries wrongly would lose or reorder one.
+        var random = new Xoshiro256StarStar(seed);
+        var ring = new RingQueue<(int Id, string Text)>(2);
+        var model = new Queue<(int Id, string Text)>();
+        var next = 0;
+        for (var step = 0; step < 20_000; step++)
+        {
+            if (random.NextInt(3) != 0 || model.Count == 0)
+            {
+                var item = (next, "item " + next);
+                next++;
+                ring.Enqueue(item);
+                model.Enqueue(item);
+            }
+            else if (random.NextBool(0.5))
+            {
+                ring.Dequeue(out var taken);
+                Assert.Equal(model.Dequeue(), taken);
+            }
+            else
+            {
+                Assert.Equal(model.Peek(), ring.PeekHead());
+                ring.DropHead();
+                model.Dequeue();
+            }
+
+            Assert.Equal(model.Count, ring.Count);
+            if (model.Count > 0)
+            {
+                var index = random.NextInt(model.Count);
+                Assert.Equal(model.ElementAt(index), ring.At(index));
+            }
+        }
+
+        Assert.True(next > 10_000, $"only {next} enqueued");
+    }
+
+    [Fact]
+    public void EmptyRing_RefusesPeekDropDequeueAndIndexWithClearErrors()
+    {
+        var ring = default(RingQueue<int>);
+        ring.Enqueue(7);
+        ring.DropHead();
+
+        Assert.Equal("The ring is empty.", Assert.Throws<InvalidOperationException>(() => ring.PeekHead()).Message);
+        Assert.Equal("The ring is empty.", Assert.Throws<InvalidOperationException>(() => ring.DropHead()).Message);
+        Assert.Throws<InvalidOperationException>(() => ring.Dequeue(out _));
+        Assert.StartsWith("Only 0 entries are queued.", Assert.Throws<ArgumentOutOfRangeException>(() => ring.At(0)).Message, StringComparison.Ordinal);
+    }
+}
