@@ -368,16 +368,52 @@ public sealed class SimCluster : IDisposable
     }
 }
 
-/// <summary>A node's view of the simulation executor: after a crash, the node's new work is dropped.</summary>
+/// <summary>
+/// A node's executor: after a crash the node runs nothing more, neither work scheduled later nor work already
+/// waiting in the world's queue (a stage turn posted at the crash's instant, which schedule exploration may run
+/// after the crash). Each item waits inside a guard from a free list, so the check costs no allocation.
+/// </summary>
+/// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
 internal sealed class NodeExecutor(SimExecutor inner) : IExecutor
 {
+    private readonly Stack<Guard> _free = new();
+
     public bool IsAlive { get; set; } = true;
+
+    /// <summary>Items that were queued before the crash and did not run.</summary>
+    public long DroppedAfterCrash { get; private set; }
 
     public void Schedule(IThreadPoolWorkItem workItem)
     {
-        if (IsAlive)
+        if (!IsAlive)
         {
-            inner.Schedule(workItem);
+            return;
+        }
+
+        var guard = _free.Count > 0 ? _free.Pop() : new Guard(this);
+        guard.Item = workItem;
+        inner.Schedule(guard);
+    }
+
+    private sealed class Guard(NodeExecutor owner) : IThreadPoolWorkItem
+    {
+        public IThreadPoolWorkItem? Item { get; set; }
+
+        public void Execute()
+        {
+            var item = Item!;
+            Item = null;
+
+            // Free before running: the item may schedule again at once and take this guard.
+            owner._free.Push(this);
+            if (owner.IsAlive)
+            {
+                item.Execute();
+            }
+            else
+            {
+                owner.DroppedAfterCrash++;
+            }
         }
     }
 }
