@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Network;
 
@@ -46,6 +47,10 @@ internal static class BareLoop
         ArriveAtClient,
     }
 
+    // Compiled fully optimised at once: called once per repeat, the loop otherwise ran as whatever code tiering had
+    // reached (on-stack replacement, or a profile-guided version), at 5.5 or 3 million round trips per second from
+    // one process to the next; the slow case made the ratio look twice as good as it is.
+    [MethodImpl(MethodImplOptions.AggressiveOptimization)]
     public static BareLoopResult Run(BareLoopOptions options)
     {
         ArgumentNullException.ThrowIfNull(options);

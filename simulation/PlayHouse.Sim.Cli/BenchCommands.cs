@@ -147,10 +147,9 @@ internal sealed class BenchCommands(IRunView view, IWallClock clock)
             // One unmeasured pair first: the tiered JIT is still recompiling the simulated side's many methods
             // during its first run (that repeat measured a ratio about a third lower), and the bare loop's few
             // methods much sooner, so a cold first repeat would measure the compiler rather than the simulator.
-            // The bare loop is one method called once per repeat, so it would otherwise run as on-stack-replaced
-            // code whose speed differed from process to process (5.7 or 3.1 million round trips per second, the
-            // slow case flattering the ratio); called more often than the tiering threshold (30 calls) here, the
-            // repeats run its fully optimised, profile-guided version.
+            // The bare loop's own method is compiled optimised at once (see BareLoop.Run); the many short calls here
+            // bring the generic queue code it calls to its final tier before the repeats, as the long simulated
+            // warm-up does for the simulation's.
             var (_, warmUpReport) = MeasureSim(warmUpOptions, seed, checkEveryEvents);
             var bareWarmUp = BareOptions(warmUpOptions, seed);
             const int bareWarmUpRuns = 40;
