@@ -144,10 +144,11 @@ public sealed class MessagePool
         // The fast path is only a local-stack hit in unchecked mode; everything else is in RentSlow. Keeping this
         // method small (no calls but the thread-static read and the write barrier) keeps its register saves few,
         // which measured as a third of the cost of rent + return before the split.
-        // Checked mode is tested first: it always takes the slow path, and reading the thread's caches costs a
-        // thread-static lookup it would only repeat there.
-        // One unsigned compare also sends negative, oversize and too-large lengths to the slow path.
-        if (!_checkedMode && (uint)lengthBytes <= (uint)_pooledLimitBytes && LocalClassesOrNull() is { } classes)
+        var classes = LocalClassesOrNull();
+
+        // One unsigned compare also sends negative, oversize and too-large lengths to the slow path. (Testing checked
+        // mode before the thread-static read saved checked mode a read but cost the unchecked path 3 ns of 8.)
+        if ((uint)lengthBytes <= (uint)_pooledLimitBytes && classes is not null && !_checkedMode)
         {
             ref var local = ref classes[FindClassInRange(lengthBytes)];
             var items = local.Items;
@@ -362,7 +363,8 @@ public sealed class MessagePool
         Debug.Assert(ReferenceEquals(buffer.Pool, this) && buffer.IsRented, "Only a current handle may return a buffer.");
 
         // As in Rent: only a push onto a local stack with room, in unchecked mode without clearing, is inline.
-        if (!_returnNeedsWork && LocalClassesOrNull() is { } classes)
+        var classes = LocalClassesOrNull();
+        if (classes is not null && !_returnNeedsWork)
         {
             ref var local = ref classes[buffer.CounterRow];
             var items = local.Items;
