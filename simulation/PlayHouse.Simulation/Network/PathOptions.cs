@@ -40,21 +40,6 @@ public sealed record LatencyModel(LatencyShape Shape, TimeSpan Min, TimeSpan Max
         };
     }
 
-    /// <summary>The same draw as <see cref="SampleTicks(IRandomSource)"/> on the concrete generator, without interface dispatch.</summary>
-    internal long SampleTicks(Xoshiro256StarStar random)
-    {
-        var min = Min.Ticks;
-        var max = Math.Max(min, Max.Ticks);
-        return Shape switch
-        {
-            LatencyShape.Fixed => min,
-            LatencyShape.Uniform => max == min ? min : random.NextLong(min, max + 1),
-            LatencyShape.Exponential => ExponentialDraw(min, max, random.NextDouble()),
-            LatencyShape.LongTail => LongTailDraw(min, max, random.NextDouble()),
-            _ => throw new InvalidOperationException($"Unknown latency shape {Shape}."),
-        };
-    }
-
     public override string ToString() => Shape switch
     {
         LatencyShape.Fixed => $"fixed:{Min.TotalMilliseconds}ms",

@@ -41,53 +41,28 @@ public sealed class Xoshiro256StarStar : IRandomSource
     /// <summary>Draws a child seed for an independent stream (a node, a client, the network).</summary>
     public ulong NextChildSeed() => NextUInt64();
 
-    // The draws below are RandomSourceExtensions' draws, bit for bit, called on the concrete generator so the hot
-    // paths of the simulation (a latency, a loss or split decision per segment) pay no interface dispatch. The
-    // Core tests hold the two to the same sequences.
+    // The draws of RandomSourceExtensions (which call these for this type), on the concrete generator so the hot
+    // paths of the simulation (a latency, a loss or split decision per segment) pay no interface dispatch.
 
     /// <summary>Returns an integer in [0, maxExclusive), as <see cref="RandomSourceExtensions.NextInt"/>.</summary>
     public int NextInt(int maxExclusive)
     {
-        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(maxExclusive);
-        return (int)NextUInt64Below((ulong)maxExclusive);
+        RandomSourceExtensions.CheckBound(maxExclusive);
+        return (int)RandomSourceExtensions.Below(NextUInt64(), (ulong)maxExclusive, this);
     }
 
     /// <summary>Returns an integer in [minInclusive, maxExclusive), as <see cref="RandomSourceExtensions.NextLong"/>.</summary>
     public long NextLong(long minInclusive, long maxExclusive)
     {
-        if (maxExclusive <= minInclusive)
-        {
-            throw new ArgumentOutOfRangeException(nameof(maxExclusive), $"maxExclusive ({maxExclusive}) must exceed minInclusive ({minInclusive}).");
-        }
-
-        return minInclusive + (long)NextUInt64Below((ulong)(maxExclusive - minInclusive));
+        RandomSourceExtensions.CheckRange(minInclusive, maxExclusive);
+        return minInclusive + (long)RandomSourceExtensions.Below(NextUInt64(), (ulong)(maxExclusive - minInclusive), this);
     }
 
     /// <summary>Returns a double in [0, 1), as <see cref="RandomSourceExtensions.NextDouble"/>.</summary>
-    public double NextDouble() => (NextUInt64() >> 11) * (1.0 / (1UL << 53));
+    public double NextDouble() => RandomSourceExtensions.UnitDouble(NextUInt64());
 
     /// <summary>Returns true with the given probability, as <see cref="RandomSourceExtensions.NextBool"/>.</summary>
     public bool NextBool(double probability) => NextDouble() < probability;
-
-    private ulong NextUInt64Below(ulong bound)
-    {
-        // Rejection keeps every value equally likely; the loop runs more than once with probability < 1/2. The
-        // threshold is below the bound, so a low part at or above the bound is accepted without computing it (a
-        // 64-bit division); the accept and reject decisions, and so the draws, are the extension's exactly.
-        var product = Math.BigMul(NextUInt64(), bound, out var low);
-        if (low >= bound)
-        {
-            return product;
-        }
-
-        var threshold = (0 - bound) % bound;
-        while (low < threshold)
-        {
-            product = Math.BigMul(NextUInt64(), bound, out low);
-        }
-
-        return product;
-    }
 }
 
 /// <summary>SplitMix64: the seed expander recommended for the xoshiro family.</summary>
