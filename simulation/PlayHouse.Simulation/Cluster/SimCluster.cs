@@ -29,6 +29,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private MeshSemantics _meshSemantics = MeshSemantics.Stream;
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
+    private NodeParts _nodeParts = NodeParts.Standard;
 
     public ulong Seed { get; } = seed;
 
@@ -97,11 +98,22 @@ public sealed class SimClusterBuilder(ulong seed)
         return this;
     }
 
+    /// <summary>The components every node builds itself from (the bug zoo plugs flawed twins in here).</summary>
+    public SimClusterBuilder WithNodeParts(NodeParts parts)
+    {
+        ArgumentNullException.ThrowIfNull(parts);
+        _nodeParts = parts;
+        return this;
+    }
+
+    /// <summary>The node parts set so far, so that several variants can be combined (<c>builder.NodeParts with { ... }</c>).</summary>
+    public NodeParts NodeParts => _nodeParts;
+
     public SimCluster Build()
     {
         var world = new SimWorld(Seed, _worldOptions);
         var network = new SimNetwork(world, world.CreateRandom(), _network);
-        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics);
+        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts };
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
         {
@@ -223,6 +235,9 @@ public sealed class SimCluster : IDisposable
 
     public ServerOptions ServerOptions => _serverOptions;
 
+    /// <summary>The components every node is built from (set by <see cref="SimClusterBuilder.WithNodeParts"/>).</summary>
+    public NodeParts NodeParts { get; internal init; } = NodeParts.Standard;
+
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
     /// <summary>Pools whose ledgers must be empty at quiescence: live nodes, clients, and the network's in-flight buffers.</summary>
@@ -339,7 +354,7 @@ public sealed class SimCluster : IDisposable
         node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
         node.Sessions = new SimSessionStatistics();
         var random = new Xoshiro256StarStar(node.Seed + (ulong)node.Incarnation);
-        var seams = new NodeSeams(node.Time, node.Executor, random, node.Pool) { Observer = Observer };
+        var seams = new NodeSeams(node.Time, node.Executor, random, node.Pool) { Observer = Observer, Parts = NodeParts };
         if (node.Kind == SimNodeKind.Play)
         {
             var play = new PlayServer(node.NodeId, seams, _serverOptions);

@@ -84,6 +84,16 @@ public sealed record SimOptions
 
     public FaultPlan Faults { get; init; } = FaultPlan.None;
 
+    /// <summary>
+    /// The bug zoo's flawed twins plugged into this run, as catalogue ids joined by commas (<c>B4,B8</c>); empty runs
+    /// the correct core. The banner names them only when there are any, the replay line carries them as
+    /// <c>--flaw</c>, and the trace starts with them, so a flawed trace never matches a correct one.
+    /// </summary>
+    public string Flaws { get; init; } = string.Empty;
+
+    /// <summary>The ids in <see cref="Flaws"/>, in the order given.</summary>
+    public IReadOnlyList<string> FlawIds => Flaws.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
+
     public PathOptions ToPathOptions()
     {
         var mean = TimeSpan.FromMilliseconds(LatencyMsMean);
@@ -185,7 +195,15 @@ public sealed record SimOptions
     {
         foreach (var property in OptionProperties)
         {
-            yield return new(Key(property), Format(property.GetValue(this)));
+            var value = Format(property.GetValue(this));
+
+            // A correct run's banner keeps the shape it always had; only a flawed run names its flaws.
+            if (property.Name == nameof(Flaws) && value.Length == 0)
+            {
+                continue;
+            }
+
+            yield return new(Key(property), value);
         }
     }
 
@@ -206,7 +224,14 @@ public sealed record SimOptions
             .Append(" --seed ").Append(seed.ToString(CultureInfo.InvariantCulture));
         foreach (var (key, value) in ToKeyValues())
         {
-            if (key != "scenario" && defaults[key] != value)
+            if (key == "flaws")
+            {
+                foreach (var flaw in FlawIds)
+                {
+                    text.Append(" --flaw ").Append(ShellQuote(flaw));
+                }
+            }
+            else if (key != "scenario" && defaults[key] != value)
             {
                 text.Append(" --set ").Append(ShellQuote($"{key}={value}"));
             }

@@ -101,6 +101,9 @@ public sealed record SimReport
 
     public required string TraceHash { get; init; }
 
+    /// <summary>When the first violation was recorded (virtual time), or null when none was; explanations end their trace there.</summary>
+    public TimeSpan? FirstViolationAt { get; init; }
+
     public bool Passed => ExitCode == RunExitCodes.Pass;
 
     internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall, bool quiescent = true)
@@ -154,6 +157,7 @@ public sealed record SimReport
             ReplayArguments = options.ToArguments(seed, scenario.Defaults),
             ExitCode = exitCode,
             Failure = failure,
+            FirstViolationAt = checkers?.FirstViolation?.VirtualTime,
             VirtualSeconds = TimeSpan.FromTicks(workloadEndTicks).TotalSeconds,
             WallSeconds = wall?.TotalSeconds,
             Events = cluster?.World.EventsExecuted ?? 0,

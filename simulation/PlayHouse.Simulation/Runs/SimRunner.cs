@@ -72,6 +72,11 @@ public static class SimRunner
             cluster = builder.Build();
             var world = cluster.World;
             world.Trace.Attach(settings.TraceWriter);
+            if (options.Flaws.Length > 0)
+            {
+                // A flawed run's trace starts by naming its flaws, so its hash never equals a correct run's by accident.
+                world.Trace.Record(0, "flaws", text: options.Flaws);
+            }
             foreach (var node in cluster.Nodes)
             {
                 checkers!.Queues.WatchMailboxes(node.Server, checkers.Options.MailboxInternalEntriesAllowance);

@@ -8,6 +8,9 @@ namespace PlayHouse.Core.Runtime;
 public sealed record NodeSeams(TimeProvider Time, IExecutor Executor, IRandomSource Random, MessagePool Pool)
 {
     public RuntimeObserver Observer { get; init; } = RuntimeObserver.None;
+
+    /// <summary>The components the node builds itself from (standard unless a test bed plugs variants in).</summary>
+    public NodeParts Parts { get; init; } = NodeParts.Standard;
 }
 
 /// <summary>
@@ -46,6 +49,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         Random = seams.Random;
         Pool = seams.Pool;
         Observer = seams.Observer;
+        Parts = seams.Parts;
         Options = options ?? new ServerOptions();
         Options.Validate();
         if (Options.SingleThreaded && Executor is ThreadPoolExecutor)
@@ -71,6 +75,9 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     public MessagePool Pool { get; }
 
     public RuntimeObserver Observer { get; }
+
+    /// <summary>The components this node was built from (<see cref="NodeSeams.Parts"/>).</summary>
+    public NodeParts Parts { get; }
 
     public ServerOptions Options { get; }
 

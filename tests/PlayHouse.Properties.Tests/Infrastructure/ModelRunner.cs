@@ -1,6 +1,7 @@
 using FsCheck;
 using Microsoft.FSharp.Collections;
 using Microsoft.FSharp.Core;
+using PlayHouse.Fixtures.Properties;
 using Xunit.Sdk;
 
 namespace PlayHouse.Properties.Tests.Infrastructure;

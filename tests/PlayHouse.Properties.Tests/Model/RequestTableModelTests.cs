@@ -6,6 +6,7 @@ using FsCheck.Fluent;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
+using PlayHouse.Fixtures.Properties;
 using PlayHouse.Properties.Tests.Infrastructure;
 using PlayHouse.Simulation.Checkers;
 using Shouldly;

@@ -7,6 +7,7 @@ using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
 using PlayHouse.Fixtures.Flawed;
+using PlayHouse.Fixtures.Properties;
 using PlayHouse.Fixtures.Scenarios;
 using PlayHouse.Fixtures.Workload;
 using PlayHouse.Properties.Tests.Infrastructure;

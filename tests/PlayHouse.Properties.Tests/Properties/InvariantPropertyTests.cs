@@ -1,4 +1,4 @@
-using PlayHouse.Properties.Tests.Infrastructure;
+using PlayHouse.Fixtures.Properties;
 
 namespace PlayHouse.Properties.Tests.Properties;
 

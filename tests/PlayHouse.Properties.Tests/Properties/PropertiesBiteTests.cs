@@ -1,8 +1,8 @@
 using PlayHouse.Fixtures.Flawed;
+using PlayHouse.Fixtures.Properties;
 using PlayHouse.Fixtures.Scenarios;
 using PlayHouse.Fixtures.Testing;
 using PlayHouse.Fixtures.Workload;
-using PlayHouse.Properties.Tests.Infrastructure;
 using PlayHouse.Simulation.Checkers;
 using Shouldly;
 using Xunit.Abstractions;

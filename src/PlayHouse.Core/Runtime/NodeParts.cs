@@ -1,0 +1,16 @@
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>
+/// The replaceable components of a server node, next to <see cref="NodeSeams"/>. A node builds each of them
+/// through the factory here, so that a test bed can plug a variant in where the standard part lives (the bug zoo's
+/// flawed twins reintroduce PlayHouse's flaws this way, inside the component that had them). Only a composition
+/// root picks parts; production code keeps <see cref="Standard"/>.
+/// </summary>
+public sealed record NodeParts
+{
+    /// <summary>Every part the node ships with.</summary>
+    public static NodeParts Standard { get; } = new();
+
+    /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
+    public bool IsStandard => Equals(Standard);
+}
