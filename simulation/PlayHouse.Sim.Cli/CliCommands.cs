@@ -29,6 +29,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         root.Subcommands.Add(SwarmCommand());
         root.Subcommands.Add(RunCommand("replay", "Reruns a seed (with the options from its replay line) and writes its trace, one canonical line per event.", replay: true));
         root.Subcommands.Add(ListCommand());
+        root.Subcommands.Add(new ZooCommands(view, clock).Build());
         root.Subcommands.Add(_tcp.ServeCommand());
         var bench = new BenchCommands(view, clock).Build();
         bench.Subcommands.Add(_tcp.BenchTcpCommand());
@@ -59,6 +60,13 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         },
     };
 
+    /// <summary>The bug zoo's flawed twins to plug in: catalogue ids or groups (B8, B7), repeatable or comma-separated.</summary>
+    internal static Option<string[]> FlawOption() => new("--flaw")
+    {
+        Description = "Plug in the flawed twin of a bug catalogue entry (B1..B16, a group such as B7 for all its sub-items; repeatable). 'zoo list' shows them.",
+        AllowMultipleArgumentsPerToken = true,
+    };
+
     private static Option<string[]> SetOption() => new("--set")
     {
         Description = "Option override key=value, keys as in the banner (repeatable; several may follow one --set).",
@@ -71,13 +79,14 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         var seed = SeedOption("--seed", replay ? "The seed to replay." : "The seed; when omitted a fresh one is drawn from OS entropy (printed in the banner).");
         seed.Required = replay;
         var sets = SetOption();
+        var flaws = FlawOption();
         var json = new Option<string?>("--json") { Description = "Also write the report as JSON to this file." };
         var trace = new Option<string?>("--trace")
         {
             Description = "Write the trace to this file: one canonical line per event.",
             Required = replay,
         };
-        var command = new Command(name, description) { scenario, seed, sets, json, trace };
+        var command = new Command(name, description) { scenario, seed, sets, flaws, json, trace };
 
         // Real sockets are not replayable, so only run (not replay) takes a substrate.
         var mode = replay ? null : TcpCommands.ModeOption();
@@ -92,7 +101,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         {
             var instance = CliInputs.CreateScenario(parse.GetValue(scenario));
             var defaults = instance.Defaults;
-            var options = CliInputs.ApplySets(defaults, parse.GetValue(sets));
+            var options = CliInputs.ApplyFlaws(CliInputs.ApplySets(defaults, parse.GetValue(sets)), parse.GetValue(flaws));
             var runSeed = parse.GetValue(seed) ?? FreshSeed.Next();
             var tracePath = parse.GetValue(trace);
             var jsonPath = parse.GetValue(json);
@@ -101,6 +110,11 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
             if (tcp && tracePath is not null)
             {
                 throw new UsageException("--trace needs --mode sim: a TCP run has no event trace (threads, not a simulated schedule, order its events).");
+            }
+
+            if (tcp && options.Flaws.Length > 0)
+            {
+                throw new UsageException($"--flaw needs --mode sim: the flawed twins run in the simulation only (flaws given: {options.Flaws}).");
             }
 
             if (!tcp && limitSeconds is not null)
@@ -144,17 +158,18 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         var seeds = new Option<int>("--seeds") { Description = "How many runs (seeds S..S+K-1).", Required = true };
         var startSeed = SeedOption("--start-seed", "The first seed S; when omitted a fresh one is drawn from OS entropy (printed).");
         var sets = SetOption();
+        var flaws = FlawOption();
         var command = new Command(
             "swarm",
             $"Runs K seeds, each with its own options drawn by SimOptions.Swarm(new Xoshiro256StarStar(seed ^ 0x{SwarmOptionsSalt:X16}), baseline), where the baseline is the scenario's defaults with --set applied. Each failure's replay line names the drawn options.")
         {
-            scenario, seeds, startSeed, sets,
+            scenario, seeds, startSeed, sets, flaws,
         };
         command.SetAction(parse =>
         {
             var name = parse.GetValue(scenario);
             var defaults = CliInputs.CreateScenario(name).Defaults;
-            var baseline = CliInputs.ApplySets(defaults, parse.GetValue(sets));
+            var baseline = CliInputs.ApplyFlaws(CliInputs.ApplySets(defaults, parse.GetValue(sets)), parse.GetValue(flaws));
             var count = parse.GetValue(seeds);
             if (count < 1)
             {
@@ -164,7 +179,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
             var start = parse.GetValue(startSeed) ?? FreshSeed.Next();
             view.Line(string.Create(
                 CultureInfo.InvariantCulture,
-                $"swarm scenario={name} seeds={count} start-seed={start} options-of-seed=SimOptions.Swarm(new Xoshiro256StarStar(seed ^ 0x{SwarmOptionsSalt:X16}), baseline)"));
+                $"swarm scenario={name} seeds={count} start-seed={start}{(baseline.Flaws.Length > 0 ? " flaws=" + baseline.Flaws : string.Empty)} options-of-seed=SimOptions.Swarm(new Xoshiro256StarStar(seed ^ 0x{SwarmOptionsSalt:X16}), baseline)"));
             var failures = new List<SimReport>();
             for (var i = 0; i < count; i++)
             {

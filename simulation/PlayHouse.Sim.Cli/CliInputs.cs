@@ -1,5 +1,6 @@
 using System.Reflection;
 using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Fixtures.Zoo;
 using PlayHouse.Simulation.Runs;
 
 namespace PlayHouse.Sim.Cli;
@@ -82,6 +83,23 @@ internal static class CliInputs
         catch (ArgumentException ex)
         {
             throw new UsageException(OneLine(ex.Message) + ExpectedHint(ex.Message), ex);
+        }
+    }
+
+    /// <summary>
+    /// Checks the flaws named by <c>--flaw</c> and by <c>--set flaws=</c> and puts them in catalogue order; an unknown id
+    /// is a usage error listing the known ones.
+    /// </summary>
+    public static SimOptions ApplyFlaws(SimOptions options, IReadOnlyList<string>? flaws)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        try
+        {
+            return options with { Flaws = FlawRegistry.Normalize([.. options.FlawIds, .. flaws ?? []]) };
+        }
+        catch (ArgumentException ex)
+        {
+            throw new UsageException(OneLine(ex.Message), ex);
         }
     }
 

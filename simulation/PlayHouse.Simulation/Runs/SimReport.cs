@@ -190,6 +190,11 @@ public sealed record SimReport
     {
         var text = new StringBuilder();
         void Line(string key, object? value) => text.Append(key).Append('=').Append(string.Format(CultureInfo.InvariantCulture, "{0}", value)).Append('\n');
+        if (Options.Flaws.Length > 0)
+        {
+            Line("flaws", Options.Flaws);
+        }
+
         Line("outcome", Outcome);
         if (Failure is not null)
         {
@@ -254,6 +259,7 @@ public sealed record SimReport
             Scenario,
             Seed,
             Banner,
+            Flaws = Options.FlawIds,
             Outcome,
             ExitCode,
             Failure,
