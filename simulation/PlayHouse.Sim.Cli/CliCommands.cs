@@ -26,7 +26,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
     {
         var root = new RootCommand("PlayHouse.Sim runner: deterministic simulation runs, swarms, replays and benchmarks. Every run is replayable from its seed and options.");
         root.Subcommands.Add(RunCommand("run", "Runs one scenario from one seed and prints the banner, progress and the closing report.", replay: false));
-        root.Subcommands.Add(SwarmCommand());
+        root.Subcommands.Add(new SwarmCommands(view, clock).Build());
         root.Subcommands.Add(RunCommand("replay", "Reruns a seed (with the options from its replay line) and writes its trace, one canonical line per event.", replay: true));
         root.Subcommands.Add(ListCommand());
         root.Subcommands.Add(new ZooCommands(view, clock).Build());
@@ -67,7 +67,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         AllowMultipleArgumentsPerToken = true,
     };
 
-    private static Option<string[]> SetOption() => new("--set")
+    internal static Option<string[]> SetOption() => new("--set")
     {
         Description = "Option override key=value, keys as in the banner (repeatable; several may follow one --set).",
         AllowMultipleArgumentsPerToken = true,
@@ -152,69 +152,6 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         return command;
     }
 
-    private Command SwarmCommand()
-    {
-        var scenario = ScenarioOption();
-        var seeds = new Option<int>("--seeds") { Description = "How many runs (seeds S..S+K-1).", Required = true };
-        var startSeed = SeedOption("--start-seed", "The first seed S; when omitted a fresh one is drawn from OS entropy (printed).");
-        var sets = SetOption();
-        var flaws = FlawOption();
-        var command = new Command(
-            "swarm",
-            $"Runs K seeds, each with its own options drawn by SimOptions.Swarm(new Xoshiro256StarStar(seed ^ 0x{SwarmOptionsSalt:X16}), baseline), where the baseline is the scenario's defaults with --set applied. Each failure's replay line names the drawn options.")
-        {
-            scenario, seeds, startSeed, sets, flaws,
-        };
-        command.SetAction(parse =>
-        {
-            var name = parse.GetValue(scenario);
-            var defaults = CliInputs.CreateScenario(name).Defaults;
-            var baseline = CliInputs.ApplyFlaws(CliInputs.ApplySets(defaults, parse.GetValue(sets)), parse.GetValue(flaws));
-            var count = parse.GetValue(seeds);
-            if (count < 1)
-            {
-                throw new UsageException($"--seeds must be at least 1, got {count.ToString(CultureInfo.InvariantCulture)}.");
-            }
-
-            var start = parse.GetValue(startSeed) ?? FreshSeed.Next();
-            view.Line(string.Create(
-                CultureInfo.InvariantCulture,
-                $"swarm scenario={name} seeds={count} start-seed={start}{(baseline.Flaws.Length > 0 ? " flaws=" + baseline.Flaws : string.Empty)} options-of-seed=SimOptions.Swarm(new Xoshiro256StarStar(seed ^ 0x{SwarmOptionsSalt:X16}), baseline)"));
-            var failures = new List<SimReport>();
-            for (var i = 0; i < count; i++)
-            {
-                var seed = unchecked(start + (ulong)i);
-                var options = SwarmOptions(seed, baseline);
-                view.Line(options.ToBanner(seed));
-                var report = Execute(CliInputs.CreateScenario(name), seed, options, defaults, trace: null, title: $"seed {i + 1}/{count}");
-                view.Line(string.Create(
-                    CultureInfo.InvariantCulture,
-                    $"seed={seed} outcome={report.Outcome} events={report.Events} requests-ok={report.RequestsSucceeded} virtual-seconds={report.VirtualSeconds:0.###} wall-seconds={report.WallSeconds ?? 0:0.###} trace-hash={report.TraceHash}"));
-                if (!report.Passed)
-                {
-                    failures.Add(report);
-                }
-            }
-
-            view.Line(string.Create(CultureInfo.InvariantCulture, $"{count - failures.Count} passed, {failures.Count} failed"));
-            if (failures.Count == 0)
-            {
-                return RunExitCodes.Pass;
-            }
-
-            view.Table(
-                ["seed", "outcome", "first failure"],
-                [.. failures.Select(f => (IReadOnlyList<string>)[f.Seed.ToString(CultureInfo.InvariantCulture), f.Outcome, CliInputs.OneLine(f.Failure ?? string.Empty)])]);
-            foreach (var failure in failures)
-            {
-                view.Line(string.Create(CultureInfo.InvariantCulture, $"replay seed={failure.Seed}: {SimCli.ReplayPrefix} {failure.ReplayArguments}"));
-            }
-
-            return failures[0].ExitCode;
-        });
-        return command;
-    }
-
     private Command ListCommand()
     {
         var command = new Command("list", "Lists the scenarios with their descriptions, default options, and whether run --mode tcp and serve support them.");
@@ -264,7 +201,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         return report;
     }
 
-    private static StreamWriter OpenWriter(string path, string option)
+    internal static StreamWriter OpenWriter(string path, string option)
     {
         try
         {
