@@ -109,11 +109,16 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
             Description = $"What to serve: {string.Join(", ", TcpServeHost.Scenarios)} (all host the echo stage; see the printed message ids).",
             DefaultValueFactory = _ => EchoMsgIds.StageType,
         };
+        var compressAbove = new Option<int>("--compress-above-bytes")
+        {
+            Description = "Replies whose payload has at least this many bytes are sent LZ4-compressed in K4os's LZ4Pickler format (OriginalSize > 0, what PlayHouse's C# connector reads) when that makes them smaller; 0 never compresses.",
+            DefaultValueFactory = _ => 0,
+        };
         var command = new Command(
             "serve",
             "Hosts a real play server on 127.0.0.1 for any PlayHouse-protocol client until Ctrl+C or SIGTERM, then stops gracefully (stops accepting, drains, reports what it dropped).")
         {
-            port, scenario,
+            port, scenario, compressAbove,
         };
         command.SetAction(parse =>
         {
@@ -130,7 +135,13 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
                 throw new UsageException($"--port must be within 0..65535 (0 picks a free port), got {portNumber.ToString(CultureInfo.InvariantCulture)}.");
             }
 
-            return Serve(new TcpServeOptions { Port = portNumber, Scenario = name });
+            var compressAboveBytes = parse.GetValue(compressAbove);
+            if (compressAboveBytes < 0)
+            {
+                throw new UsageException($"--compress-above-bytes must be 0 (never compress) or a payload size in bytes above 0, got {compressAboveBytes.ToString(CultureInfo.InvariantCulture)}.");
+            }
+
+            return Serve(new TcpServeOptions { Port = portNumber, Scenario = name, Transport = new TcpTransportOptions { CompressAboveBytes = compressAboveBytes } });
         });
         return command;
     }
@@ -163,6 +174,9 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
             {
                 view.Line($"listening={session.EndPoint} scenario={options.Scenario} stage-type={EchoMsgIds.StageType}");
                 view.Line("port=" + session.EndPoint.Port.ToString(CultureInfo.InvariantCulture));
+                view.Line(options.Transport.CompressAboveBytes > 0
+                    ? string.Create(CultureInfo.InvariantCulture, $"compress-above-bytes={options.Transport.CompressAboveBytes} (LZ4Pickler format, OriginalSize > 0)")
+                    : "compress-above-bytes=0 (never compresses)");
                 foreach (var line in TcpServeHost.Describe(options.Scenario).Split('\n', StringSplitOptions.RemoveEmptyEntries))
                 {
                     view.Line(line.TrimEnd());

@@ -94,11 +94,11 @@ public sealed class TcpClientSession : IClientConnection
 
     private bool TrySendCompressed(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload, int rawFrameBytes)
     {
-        var compressed = Listener.Server.Pool.Rent(Lz4Block.MaxCompressedLength(payload.Length), "lz4-scratch");
+        var compressed = Listener.Server.Pool.Rent(Lz4Payloads.MaxCompressedLength(payload.Length), "lz4-scratch");
         try
         {
-            var written = Lz4Block.Compress(payload.Span, compressed.WritableSpan);
-            var useCompressed = written > 0 && written < payload.Length;
+            var written = Lz4Payloads.Compress(payload.Span, compressed.WritableMemory);
+            var useCompressed = written < payload.Length;
             compressed.SetLength(useCompressed ? written : 0);
             var writer = useCompressed
                 ? new ServerFrameWriter(msgId, msgSeq, stageId, errorCode, compressed, ServerFrameEncoder.GetEncodedLength(msgId, written), payload.Length)

@@ -46,8 +46,9 @@ public sealed record TcpTransportOptions
     public bool BatchSends { get; init; } = true;
 
     /// <summary>
-    /// Payloads of at least this many bytes are sent LZ4-compressed (OriginalSize &gt; 0) when that makes them smaller;
-    /// 0, the default, never compresses (OriginalSize is always 0), which every PlayHouse client accepts.
+    /// Payloads of at least this many bytes are sent LZ4-compressed in K4os's LZ4Pickler format (OriginalSize &gt; 0),
+    /// which PlayHouse's C# connector reads, when that makes them smaller; 0, the default, never compresses
+    /// (OriginalSize is always 0), which every PlayHouse client accepts.
     /// </summary>
     public int CompressAboveBytes { get; init; }
 

@@ -1,4 +1,5 @@
 using BenchmarkDotNet.Attributes;
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
@@ -25,7 +26,7 @@ public class MailboxBenchmarks
     {
         _executor = new ManualExecutor();
         var pool = new MessagePool(new MessagePoolOptions { PreWarmCountPerClass = 64 });
-        var seams = new NodeSeams(new ManualTimeProvider(), _executor, new Xoshiro256StarStar(1), pool);
+        var seams = new NodeSeams(new FakeTimeProvider(), _executor, new Xoshiro256StarStar(1), pool);
         _server = new PlayServer("play-bench", seams, new ServerOptions { DefaultStageType = "room" });
         _server.RegisterStage("room", link => new EchoStage(link), link => new BenchActor(link));
         _client = new NullConnection();

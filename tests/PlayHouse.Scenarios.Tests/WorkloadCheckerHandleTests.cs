@@ -1,4 +1,4 @@
-using PlayHouse.Core.Seams;
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Fixtures.Workload;
 using PlayHouse.Simulation.Checkers;
 using PlayHouse.Simulation.Clients;
@@ -14,7 +14,8 @@ public sealed class WorkloadCheckerHandleTests
 {
     private const long Millisecond = TimeSpan.TicksPerMillisecond;
 
-    private readonly CheckerContext _context = new(new ManualTimeProvider());
+    // Timestamps start at 0, as the simulated world's do.
+    private readonly CheckerContext _context = new(new FakeTimeProvider(DateTimeOffset.MinValue));
 
     // ---- WorkloadHandlerChecker.ForStage ----
 

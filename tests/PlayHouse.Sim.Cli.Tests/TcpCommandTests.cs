@@ -112,6 +112,7 @@ public sealed class TcpCommandTests
     [InlineData("run --scenario timers --mode tcp", "serve", "--scenario", "timers")]
     [InlineData("0..65535", "serve", "--port", "70000")]
     [InlineData("--port", "serve", "--port", "eighty")]
+    [InlineData("--compress-above-bytes must be 0 (never compress) or a payload size", "serve", "--compress-above-bytes", "-1")]
     [InlineData("even", "bench", "tcp", "--repeats", "3")]
     [InlineData("--connections", "bench", "tcp", "--connections", "0")]
     public void TcpCommands_BadInput_Exit64WithOneLineNamingTheProblem(string named, params string[] args)
@@ -177,6 +178,35 @@ public sealed class TcpCommandTests
         Assert.Contains("serve.connections=1 ", output.Text, StringComparison.Ordinal);
         Assert.Contains("serve.buffersOutstanding=0", output.Text, StringComparison.Ordinal);
         Assert.Equal(string.Empty, error.ToString());
+    }
+
+    [Fact]
+    public async Task Serve_WithCompressAboveBytes_SendsLargeRepliesCompressed_AndSmallOnesRaw()
+    {
+        var output = new PortWatchingWriter();
+        var error = new StringWriter();
+        using var stop = new CancellationTokenSource();
+        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", "--compress-above-bytes", "256"], output, error, interactive: false, stop.Token));
+        var port = await output.Port.WaitAsync(Patience);
+        var large = Enumerable.Range(0, 10_000).Select(i => (byte)(i % 13)).ToArray();
+
+        using (var client = await TcpPlayClient.ConnectAsync(new IPEndPoint(IPAddress.Loopback, port), new TcpPlayClientOptions { RequestTimeout = Patience, Decompressor = Lz4PayloadDecompressor.Instance }))
+        {
+            Assert.True((await client.AuthenticateAsync(1, [7]).WaitAsync(Patience)).IsSuccess);
+            var largeEcho = await client.RequestAsync(EchoMsgIds.Echo, 1, large).WaitAsync(Patience);
+            var smallEcho = await client.RequestAsync(EchoMsgIds.Echo, 1, "hello"u8).WaitAsync(Patience);
+
+            Assert.Equal(large, largeEcho.Payload);
+            Assert.Equal("hello", Encoding.UTF8.GetString(smallEcho.Payload));
+        }
+
+        await stop.CancelAsync();
+        var exit = await serve.WaitAsync(Patience);
+
+        Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
+        Assert.Contains("compress-above-bytes=256 (LZ4Pickler format", output.Text, StringComparison.Ordinal);
+        // Only the 10,000-byte echo went compressed; the authentication and the small echo were below the threshold.
+        Assert.Contains("tcp.FramesCompressed=1\n", output.Text, StringComparison.Ordinal);
     }
 
     [Fact]

@@ -1,6 +1,6 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Codec;
 using PlayHouse.Core.Runtime;
-using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 
@@ -101,7 +101,7 @@ public sealed class HostileInputTests
     public async Task PartialFrameThenSilence_ClosesAtTheFrameTimeout()
     {
         // The listener runs on a manual clock, so the timeout fires exactly when the test moves time, whatever the load.
-        var time = new ManualTimeProvider();
+        var time = new FakeTimeProvider();
         var options = new TcpTransportOptions { FrameTimeout = TimeSpan.FromSeconds(10), SweepInterval = TimeSpan.FromSeconds(1) };
         await using var server = TestServer.Start(options, transportTime: time);
         using var good = await server.ConnectAuthenticatedAsync(accountId: 1);
@@ -125,7 +125,7 @@ public sealed class HostileInputTests
     [Fact]
     public async Task SilentSession_ClosesAtTheIdleTimeout_WhileAHeartbeatingOneStays()
     {
-        var time = new ManualTimeProvider();
+        var time = new FakeTimeProvider();
         var options = new TcpTransportOptions { IdleTimeout = TimeSpan.FromSeconds(30), SweepInterval = TimeSpan.FromSeconds(1) };
         await using var server = TestServer.Start(options, transportTime: time);
         using var alive = await server.ConnectAuthenticatedAsync(accountId: 1);
@@ -172,7 +172,7 @@ public sealed class HostileInputTests
     [Fact]
     public async Task SlowReader_IsClosedAfterTheSlowReaderTimeout()
     {
-        var time = new ManualTimeProvider();
+        var time = new FakeTimeProvider();
         var options = new TcpTransportOptions
         {
             SendQueueBytesMax = 8 * 1024,

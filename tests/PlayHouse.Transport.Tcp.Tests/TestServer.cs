@@ -46,7 +46,7 @@ internal sealed class TestServer : IAsyncDisposable
 
     public TcpTransportCounters Counters => Listener.Counters;
 
-    /// <summary>Starts a server; <paramref name="transportTime"/> is the listener clock (a ManualTimeProvider makes timeouts deterministic).</summary>
+    /// <summary>Starts a server; <paramref name="transportTime"/> is the listener clock (a FakeTimeProvider makes timeouts deterministic).</summary>
     public static TestServer Start(TcpTransportOptions? options = null, ServerOptions? serverOptions = null, TimeProvider? transportTime = null) => new(options, serverOptions, transportTime);
 
     public Task<TcpPlayClient> ConnectAsync(TcpPlayClientOptions? options = null) =>

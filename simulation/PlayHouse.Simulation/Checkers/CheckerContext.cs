@@ -16,7 +16,7 @@ public sealed class CheckerContext
     private long _sequence;
     private volatile bool _hasViolations;
 
-    /// <param name="time">The run's clock: the world's <c>SimTimeProvider</c>, a <c>ManualTimeProvider</c> in unit tests,
+    /// <param name="time">The run's clock: the world's <c>SimTimeProvider</c>, a <c>FakeTimeProvider</c> in unit tests,
     /// or the host's clock in real mode (picked by the composition root).</param>
     /// <param name="violationsKeptMax">Violations each checker keeps in memory; later ones are only counted, so a
     /// runaway bug cannot grow memory without bound.</param>

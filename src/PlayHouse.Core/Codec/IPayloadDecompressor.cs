@@ -1,7 +1,7 @@
 namespace PlayHouse.Core.Codec;
 
 /// <summary>
-/// Inflates a compressed server payload (PlayHouse uses LZ4 block format). Supplying one lets a
+/// Inflates a compressed server payload (PlayHouse's connector reads K4os's LZ4Pickler format). Supplying one lets a
 /// <see cref="ServerFrameDecoder"/> accept frames whose OriginalSize is above zero; without one such frames fail
 /// with <see cref="FrameError.CompressionNotSupported"/>.
 /// </summary>

@@ -7,7 +7,7 @@ namespace PlayHouse.Core.Codec;
 /// server -> client: [Len:i32][MsgIdLen:u8][MsgId:UTF-8][MsgSeq:u16][StageId:i64][ErrorCode:u16][OriginalSize:i32][Payload]
 /// </code>
 /// <c>Len</c> counts every byte after itself. <c>OriginalSize</c> 0 means a raw payload; a value above 0 means
-/// the payload is LZ4-compressed and inflates to that many bytes.
+/// the payload is LZ4-compressed (K4os's LZ4Pickler format) and inflates to that many bytes.
 /// </summary>
 public static class WireProtocol
 {

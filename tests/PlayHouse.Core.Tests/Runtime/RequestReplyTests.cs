@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
@@ -53,7 +54,7 @@ public sealed class RequestReplyTests
     [Fact]
     public void SingleThreadedNode_OnTheThreadPoolExecutor_IsRefusedAtConstruction()
     {
-        var seams = new NodeSeams(new ManualTimeProvider(), ThreadPoolExecutor.Instance, new Xoshiro256StarStar(1), new MessagePool());
+        var seams = new NodeSeams(new FakeTimeProvider(), ThreadPoolExecutor.Instance, new Xoshiro256StarStar(1), new MessagePool());
 
         var error = Assert.Throws<ArgumentException>(() => new PlayServer("play-1", seams, new ServerOptions { SingleThreaded = true }));
 

@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Core.Tests.Seams;
@@ -83,6 +84,28 @@ public sealed class SeamTests
 
         Assert.All(values, v => Assert.InRange(v, 0.0, 0.9999999999999999));
         Assert.InRange(values.Average(), 0.48, 0.52);
+    }
+
+    [Fact]
+    public void FakeTimeProvider_FiresTimersWithTheClockAtTheAdvancesEnd_WhereManualTimeProviderStepsToEachDueTime()
+    {
+        // Why the runtime harness keeps its own clock (see ManualTimeProvider's remarks): a stage's repeat timer
+        // must see 100 and 200, and a zero-due timer armed inside a stage turn must not fire on that turn's stack.
+        var fake = new FakeTimeProvider(DateTimeOffset.MinValue);
+        var manual = new ManualTimeProvider();
+        var seenByFake = new List<string>();
+        var seenByManual = new List<string>();
+        using var fakeRepeat = fake.CreateTimer(_ => seenByFake.Add($"repeat@{fake.GetTimestamp()}"), null, TimeSpan.FromTicks(100), TimeSpan.FromTicks(100));
+        using var manualRepeat = manual.CreateTimer(_ => seenByManual.Add($"repeat@{manual.GetTimestamp()}"), null, TimeSpan.FromTicks(100), TimeSpan.FromTicks(100));
+        fake.Advance(TimeSpan.FromTicks(250));
+        manual.Advance(TimeSpan.FromTicks(250));
+        using var fakeZero = fake.CreateTimer(_ => seenByFake.Add("zero"), null, TimeSpan.Zero, Timeout.InfiniteTimeSpan);
+        using var manualZero = manual.CreateTimer(_ => seenByManual.Add("zero"), null, TimeSpan.Zero, Timeout.InfiniteTimeSpan);
+
+        Assert.Equal(["repeat@250", "repeat@250", "zero"], seenByFake);
+        Assert.Equal(["repeat@100", "repeat@200"], seenByManual);
+        manual.Advance(TimeSpan.Zero);
+        Assert.Equal(["repeat@100", "repeat@200", "zero"], seenByManual);
     }
 
     [Fact]

@@ -3,6 +3,7 @@ using System.Globalization;
 using FsCheck;
 using FsCheck.Experimental;
 using FsCheck.Fluent;
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
@@ -73,7 +74,8 @@ public sealed class StageLifecycleModelTests(ITestOutputHelper output)
         public LifecycleHarness(bool flawedReconnect)
         {
             Executor = new ManualExecutor();
-            Clock = new ManualTimeProvider();
+            // Timestamps start at 0, as the simulated world's do, so the checkers' times read as in a simulated run.
+            Clock = new FakeTimeProvider(DateTimeOffset.MinValue);
             Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
             Checkers = new CheckerSet(Clock);
             Workload = new WorkloadCheckers(Checkers);
@@ -91,7 +93,7 @@ public sealed class StageLifecycleModelTests(ITestOutputHelper output)
 
         public ManualExecutor Executor { get; }
 
-        public ManualTimeProvider Clock { get; }
+        public FakeTimeProvider Clock { get; }
 
         public MessagePool Pool { get; }
 

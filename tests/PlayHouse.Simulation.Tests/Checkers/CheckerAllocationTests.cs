@@ -1,5 +1,4 @@
 using PlayHouse.Core.Runtime;
-using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
@@ -10,7 +9,7 @@ public sealed class CheckerAllocationTests
     [Fact]
     public void CheckerSet_SteadyStateEventsWithTrace_AllocateNothing()
     {
-        var clock = new ManualTimeProvider();
+        var clock = CheckerClock.AtZero();
         var trace = new SimTrace();
         var set = new CheckerSet(clock, trace: trace);
         set.Queues.WatchMailboxes("play-1", 100, 10);
@@ -31,7 +30,7 @@ public sealed class CheckerAllocationTests
                 set.OnMessageCompleted("play-1", 4, StageWorkKind.ClientMessage, "Chat");
                 set.Requests.OnClientRequestSent(1, 7, (long)msgSeq);
                 set.Requests.OnClientRequestCompleted(1, 7, (long)msgSeq);
-                set.Liveness.OnProgress(1, clock.NowTicks);
+                set.Liveness.OnProgress(1, clock.GetTimestamp());
                 set.Queues.Observe("session 1 send", 2, 8);
                 set.CheckStep();
             }

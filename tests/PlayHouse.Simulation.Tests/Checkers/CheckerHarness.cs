@@ -60,7 +60,7 @@ internal sealed class CheckerHarness : IDisposable
     public static CheckerHarness OnManualExecutor(ServerOptions? options = null, CheckerSetOptions? checkerOptions = null)
     {
         var executor = new ManualExecutor();
-        return new CheckerHarness(new ManualTimeProvider(), executor, executor.RunOne, options, checkerOptions, trace: null);
+        return new CheckerHarness(CheckerClock.AtZero(), executor, executor.RunOne, options, checkerOptions, trace: null);
     }
 
     public static CheckerHarness OnWorld(SimWorld world, ServerOptions? options = null) =>

@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
@@ -9,7 +10,7 @@ public sealed class CheckerSetTests
     private static readonly string[] StandardNames =
         ["FifoPerSender", "SingleActiveHandler", "ExactlyOnceRequest", "PoolLedger", "QueueCap", "Lifecycle", "Liveness"];
 
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     [Fact]
     public void CheckerSet_NothingWrong_EveryVerdictPassesInAFixedOrder()
@@ -124,9 +125,9 @@ public sealed class CheckerSetTests
         var first = new SimTrace();
         var second = new SimTrace();
         var other = new SimTrace();
-        Feed(new CheckerSet(new ManualTimeProvider(), trace: first));
-        Feed(new CheckerSet(new ManualTimeProvider(), trace: second));
-        var otherSet = new CheckerSet(new ManualTimeProvider(), trace: other);
+        Feed(new CheckerSet(CheckerClock.AtZero(), trace: first));
+        Feed(new CheckerSet(CheckerClock.AtZero(), trace: second));
+        var otherSet = new CheckerSet(CheckerClock.AtZero(), trace: other);
         Feed(otherSet);
         otherSet.OnHandlerExited("play-1", 3);
 
@@ -158,13 +159,13 @@ public sealed class CheckerSetTests
 
     private static void Feed(CheckerSet set)
     {
-        var clock = (ManualTimeProvider)set.Context.Time;
-        clock.AdvanceTo(10);
+        var clock = (FakeTimeProvider)set.Context.Time;
+        clock.Advance(TimeSpan.FromTicks(10));
         set.OnLifecycle("play-1", 3, 0, 0, LifecycleEvent.StageCreate);
         set.OnHandlerEntered("play-1", 3, StageWorkKind.ClientMessage, "Chat");
         set.OnHandlerExited("play-1", 3);
         set.OnRequestIssued("play-1", 7, "api-1", 0, "Lookup");
-        clock.AdvanceTo(20);
+        clock.Advance(TimeSpan.FromTicks(10));
         set.OnRequestCompleted("play-1", 7, "api-1", RequestOutcome.Replied, 0);
         set.OnRequestCompleted("play-1", 8, "api-1", RequestOutcome.TimedOut, ErrorCodes.RequestTimeout);
         set.OnLifecycle("play-1", 3, 11, 100, LifecycleEvent.ActorCreate);

@@ -1,5 +1,5 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Runtime;
-using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
@@ -11,7 +11,7 @@ namespace PlayHouse.Simulation.Tests.Checkers;
 /// </summary>
 public sealed class ExactlyOnceClientHandleTests
 {
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     [Fact]
     public void ExactlyOnceHandle_ReplyCarryingAnotherNonce_ReportsTheSameMisPairingAsTheIdPath()

@@ -1,12 +1,12 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Runtime;
-using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
 
 public sealed class ExactlyOnceRequestCheckerTests
 {
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     // ---- Node requests ----
 

@@ -1,4 +1,4 @@
-using PlayHouse.Core.Seams;
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
@@ -10,7 +10,7 @@ namespace PlayHouse.Simulation.Tests.Checkers;
 /// </summary>
 public sealed class FifoStageHandleTests
 {
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     [Fact]
     public void FifoHandle_SequenceGoingBackwards_ReportsTheSameMessageAsTheIdPath()

@@ -1,5 +1,4 @@
 using PlayHouse.Core.Runtime;
-using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 using static PlayHouse.Core.Runtime.LifecycleEvent;
 
@@ -9,7 +8,7 @@ public sealed class LifecycleCheckerTests
 {
     private const string Node = "play-1";
     private const long StageId = 5;
-    private readonly LifecycleChecker _checker = new(new ManualTimeProvider());
+    private readonly LifecycleChecker _checker = new(CheckerClock.AtZero());
 
     [Fact]
     public void Lifecycle_FullStageAndActorLives_Pass()

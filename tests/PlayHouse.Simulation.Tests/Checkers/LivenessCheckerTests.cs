@@ -1,4 +1,4 @@
-using PlayHouse.Core.Seams;
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
@@ -6,7 +6,7 @@ namespace PlayHouse.Simulation.Tests.Checkers;
 public sealed class LivenessCheckerTests
 {
     private const long Second = TimeSpan.TicksPerSecond;
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     [Fact]
     public void Liveness_ClientsSilentAfterHeal_ReportsTheStalledClients()
@@ -92,7 +92,7 @@ public sealed class LivenessCheckerTests
         checker.Register(2, 0);
         checker.FaultsHealedAt(10 * Second);
         checker.OnProgress(1, 12 * Second);
-        _clock.AdvanceTo(15 * Second);
+        _clock.Advance(TimeSpan.FromSeconds(15));
         checker.CheckStep();
         Assert.False(checker.HasViolations);
 
@@ -110,11 +110,11 @@ public sealed class LivenessCheckerTests
     {
         var checker = new LivenessChecker(_clock, TimeSpan.FromSeconds(5));
         checker.Register(7, 0);
-        _clock.AdvanceTo(4 * Second);
+        _clock.Advance(TimeSpan.FromSeconds(4));
         checker.CheckStep();
         Assert.False(checker.HasViolations);
 
-        _clock.AdvanceTo(6 * Second);
+        _clock.Advance(TimeSpan.FromSeconds(2));
         checker.CheckStep();
         checker.CheckStep();
         checker.CheckQuiescent();

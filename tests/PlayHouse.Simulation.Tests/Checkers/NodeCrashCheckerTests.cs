@@ -1,5 +1,5 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Runtime;
-using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 using static PlayHouse.Core.Runtime.LifecycleEvent;
 
@@ -8,7 +8,7 @@ namespace PlayHouse.Simulation.Tests.Checkers;
 /// <summary>A crash ends a node's incarnation without its usual endings; the checkers forget it instead of judging it.</summary>
 public sealed class NodeCrashCheckerTests
 {
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     [Fact]
     public void Lifecycle_StageAndActorOfACrashedNode_AreForgottenAndMayBeCreatedAgain()

@@ -1,12 +1,12 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Pooling;
-using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
 
 public sealed class PoolLedgerCheckerTests
 {
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     private static MessagePool CheckedPool() => new(new MessagePoolOptions { CheckedMode = true });
 

@@ -1,11 +1,11 @@
-using PlayHouse.Core.Seams;
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
 
 public sealed class QueueCapCheckerTests
 {
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     [Fact]
     public void QueueCap_NamedQueueOverItsCap_ReportsQueueLengthAndCapOnce()

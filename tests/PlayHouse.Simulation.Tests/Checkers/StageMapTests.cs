@@ -1,5 +1,5 @@
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Runtime;
-using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 
 namespace PlayHouse.Simulation.Tests.Checkers;
@@ -14,7 +14,7 @@ public sealed class StageMapTests
 {
     private static readonly long[] StageIds = [0, 1, 7, 8, 9, 100, 4_095, 4_096, 4_097, 1_000_000, long.MaxValue, -1, long.MinValue];
 
-    private readonly ManualTimeProvider _clock = new();
+    private readonly FakeTimeProvider _clock = CheckerClock.AtZero();
 
     [Fact]
     public void StageMap_ManyNodesAndStagesInterleaved_GivesOneStatePerStageWhateverStringNamesTheNode()

@@ -13,7 +13,7 @@ public sealed class FifoRttTrackerTests
     private const long LatencyTicks = 100;
     private const long SendIntervalTicks = 10;
 
-    private static LatencyHistogram ExactHistogram() => new(highestTrackableValue: 1_000_000, precisionBits: 10);
+    private static LatencyHistogram ExactHistogram() => new(highestTrackableValue: 1_000_000, significantDigits: 3);
 
     [Fact]
     public void OneDroppedReply_ShiftsEveryLaterFifoSample_WhileRttTrackerMatchesGroundTruth()

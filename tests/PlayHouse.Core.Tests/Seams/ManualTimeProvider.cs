@@ -1,11 +1,24 @@
-namespace PlayHouse.Core.Seams;
+namespace PlayHouse.Core.Tests.Seams;
 
 /// <summary>
-/// A virtual clock for tests and the simulation: time moves only through <see cref="Advance"/>, and
-/// timers fire in (due time, creation order) on the caller's thread. Nothing reads the wall clock.
+/// The runtime tests' virtual clock: time moves only through <see cref="Advance"/>, <see cref="AdvanceTo"/> and
+/// <see cref="TryFireNext"/>, and timers fire in (due time, creation order) on the caller's thread, each with the
+/// clock at its own due time. Nothing reads the wall clock.
 /// </summary>
-/// <remarks>Not thread-safe; the owner (a test or the simulated world) is the only caller.</remarks>
-public class ManualTimeProvider : TimeProvider
+/// <remarks>
+/// <para>
+/// Every other test uses Microsoft.Extensions.TimeProvider.Testing's <c>FakeTimeProvider</c>. It does not fit the
+/// runtime harness, which fires one timer, runs the work that timer queued, and only then fires the next
+/// (<see cref="TryFireNext"/>), so that the queued work sees its timer's due time (a repeat timer's ticks are
+/// stamped 0, 100, 200 ms, not all at the end of the advance) and a timer armed by that work can still fall due
+/// within the same advance. <c>FakeTimeProvider</c> 10.11.0 moves its clock to the end of an advance before it
+/// fires the timers that fell due on the way, has no next-due time to step to, and fires a zero-due timer inside
+/// <c>CreateTimer</c>, on the stack of the stage turn that arms it. <c>SeamTests</c> pins those behaviours, so a
+/// version that changes them shows up there.
+/// </para>
+/// <para>Not thread-safe; the owning test is the only caller.</para>
+/// </remarks>
+internal sealed class ManualTimeProvider : TimeProvider
 {
     private readonly PriorityQueue<ManualTimer, (long DueTicks, long Sequence)> _timers = new();
     private readonly DateTimeOffset _epoch;
