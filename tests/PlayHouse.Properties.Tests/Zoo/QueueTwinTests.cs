@@ -21,8 +21,8 @@ public sealed class QueueTwinTests
         // id, scenario, options over the scenario's defaults, the counter of the correct part's refusals
         { "B15a", "slow-consumer", "clients=1 inFlight=6 requestsPerClient=6 mailboxCapacity=4", "server:MailboxRefused" },
         { "B15b", "slow-consumer", "clients=1 inFlight=1 requestsPerClient=2", "server:TimerTicksCoalesced" },
-        { "B15c", "clogged-peer", "messageBytes=1024", "server:MeshSendsRefused" },
-        { "B15d", "slow-reader", "clients=1 requestsPerClient=8", "server:ClientSendsRefused" },
+        { "B15c", "clogged-peer", "messageBytes=8192", "server:MeshSendsRefused" },
+        { "B15d", "slow-reader", "clients=1 messageBytes=8192 requestsPerClient=8", "server:ClientSendsRefused" },
         { "B15e", "push-flood", "clients=1 requestsPerClient=4", "metric:clients.pushesDropped" },
     };
 
