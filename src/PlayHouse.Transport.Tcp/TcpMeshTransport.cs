@@ -83,7 +83,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
 
     public long MessagesReceived => Interlocked.Read(ref _messagesReceived);
 
-    /// <summary>Messages dropped: the peer unreachable (connect failed or backing off), or its queue full.</summary>
+    /// <summary>Messages dropped: the peer unreachable (connect failed or backing off), or its queue full (those are also refused, see <see cref="TrySend"/>).</summary>
     public long MessagesDropped => Interlocked.Read(ref _messagesDropped);
 
     /// <summary>Outbound links opened (the first connect and every reconnect).</summary>
@@ -147,25 +147,32 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
     /// <summary>Resets the outbound link to a peer (a fault for tests); the next send reconnects.</summary>
     public bool BreakLink(string nodeId) => _peers.TryGetValue(nodeId, out var peer) && peer.Break();
 
-    public bool Send(string targetNodeId, in MeshMessage message)
+    public bool Send(string targetNodeId, in MeshMessage message) => TrySend(targetNodeId, message) != MeshSendResult.UnknownServer;
+
+    /// <summary>
+    /// Sends to a peer: <see cref="MeshSendResult.QueueFull"/> when its send queue (on the link, or held while it
+    /// connects) is at <see cref="TcpMeshOptions.SendQueueBytesMax"/>, so the node fails the request at once. A message
+    /// for a peer that cannot be reached now (backing off after a failed connect, its link just closed) is lost as in
+    /// flight: counted, and its request times out.
+    /// </summary>
+    public MeshSendResult TrySend(string targetNodeId, in MeshMessage message)
     {
         if (_disposed)
         {
             // A stopped node's sends vanish, as a stopped process's would.
             message.Payload.DisposeIfOwner();
-            return true;
+            return MeshSendResult.Sent;
         }
 
         if (!_peers.TryGetValue(targetNodeId, out var peer))
         {
             message.Payload.DisposeIfOwner();
-            return false;
+            return MeshSendResult.UnknownServer;
         }
 
         try
         {
-            peer.Send(message);
-            return true;
+            return peer.Send(message);
         }
         finally
         {
@@ -314,14 +321,14 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
             }
         }
 
-        public void Send(in MeshMessage message)
+        public MeshSendResult Send(in MeshMessage message)
         {
             // One lock per peer orders every send to it: frames are queued in the order Send was called.
             lock (_gate)
             {
                 if (_stopped)
                 {
-                    return;
+                    return MeshSendResult.Sent;
                 }
 
                 _header.Fill(message);
@@ -329,45 +336,34 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
                 var writer = new MeshFrameWriter(_header, message.Payload, frameBytes);
                 if (_connection is { IsClosed: false } open)
                 {
-                    if (open.Enqueue(writer))
-                    {
-                        Interlocked.Increment(ref transport._messagesSent);
-                    }
-                    else
-                    {
-                        Interlocked.Increment(ref transport._messagesDropped);
-                    }
-
-                    return;
+                    return Enqueue(open, writer);
                 }
 
                 _connection = null;
                 if (EndPoint is null)
                 {
                     // A peer known only from a link it opened: answer over that link while it lasts.
-                    if (_learned is { IsClosed: false } learned && learned.Enqueue(writer))
+                    if (_learned is { IsClosed: false } learned)
                     {
-                        Interlocked.Increment(ref transport._messagesSent);
-                    }
-                    else
-                    {
-                        Interlocked.Increment(ref transport._messagesDropped);
+                        return Enqueue(learned, writer);
                     }
 
-                    return;
+                    Interlocked.Increment(ref transport._messagesDropped);
+                    return MeshSendResult.Sent;
                 }
 
                 if (!_connecting && transport.Time.GetTimestamp() < _retryAfterTimestamp)
                 {
                     // Backing off after a failed connect: the peer is unreachable for now.
                     Interlocked.Increment(ref transport._messagesDropped);
-                    return;
+                    return MeshSendResult.Sent;
                 }
 
                 if (!Hold(writer))
                 {
+                    // The frames held while the link connects are at the send queue's cap.
                     Interlocked.Increment(ref transport._messagesDropped);
-                    return;
+                    return MeshSendResult.QueueFull;
                 }
 
                 Interlocked.Increment(ref transport._messagesSent);
@@ -376,7 +372,23 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
                     _connecting = true;
                     _ = ConnectAsync();
                 }
+
+                return MeshSendResult.Sent;
             }
+        }
+
+        private MeshSendResult Enqueue(MeshLink link, in MeshFrameWriter writer)
+        {
+            if (link.Enqueue(writer))
+            {
+                Interlocked.Increment(ref transport._messagesSent);
+                return MeshSendResult.Sent;
+            }
+
+            // Refused: the link's send queue is at its cap, or the link closed meanwhile (then the message is lost
+            // as in flight, and its request times out).
+            Interlocked.Increment(ref transport._messagesDropped);
+            return link.IsClosed ? MeshSendResult.Sent : MeshSendResult.QueueFull;
         }
 
         public void Learn(MeshLink link)

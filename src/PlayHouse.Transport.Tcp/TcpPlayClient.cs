@@ -34,10 +34,20 @@ public sealed record TcpPlayClientOptions
 
     public bool NoDelay { get; init; } = true;
 
+    /// <summary>
+    /// Null (the default): reply and push handlers run on I/O threads as packets arrive. A number: replies and pushes
+    /// wait in a packet queue of at most this many until the application reads them with
+    /// <see cref="TcpPlayClient.ReadPackets"/> (a game's main loop draining its connector once a frame, as PlayHouse's
+    /// connector does). Past the cap the client refuses: a push is dropped and counted, and a reply completes its
+    /// request at once with <see cref="TcpPlayClient.PacketQueueFullErrorCode"/>, so memory stays bounded however
+    /// fast the server pushes.
+    /// </summary>
+    public int? PacketQueueMax { get; init; }
+
     public void Validate()
     {
         if (RequestTimeout <= TimeSpan.Zero || InFlightMax < 1 || InFlightMax >= ushort.MaxValue || SendQueueBytesMax < 1024 || ReceiveBufferBytes < 256
-            || (HeartbeatInterval is { } heartbeat && heartbeat <= TimeSpan.Zero))
+            || (HeartbeatInterval is { } heartbeat && heartbeat <= TimeSpan.Zero) || PacketQueueMax <= 0)
         {
             throw new ArgumentException("TcpPlayClientOptions has a value out of range.");
         }
@@ -96,6 +106,8 @@ public sealed class TcpPlayClientStatistics
     private long _heartbeatsSent;
     private long _heartbeatsReceived;
     private long _failedByDisconnect;
+    private long _pushesDropped;
+    private long _repliesRefused;
 
     public long RequestsSent => Volatile.Read(ref _requestsSent);
 
@@ -120,6 +132,12 @@ public sealed class TcpPlayClientStatistics
     /// <summary>Pending requests completed as disconnected when the connection closed.</summary>
     public long FailedByDisconnect => Volatile.Read(ref _failedByDisconnect);
 
+    /// <summary>Pushes dropped because the packet queue was at its cap (<see cref="TcpPlayClientOptions.PacketQueueMax"/>).</summary>
+    public long PushesDropped => Volatile.Read(ref _pushesDropped);
+
+    /// <summary>Replies refused because the packet queue was at its cap; their requests completed with <see cref="TcpPlayClient.PacketQueueFullErrorCode"/>.</summary>
+    public long RepliesRefused => Volatile.Read(ref _repliesRefused);
+
     internal void AddRequestSent() => Interlocked.Increment(ref _requestsSent);
 
     internal void AddReply() => Interlocked.Increment(ref _replies);
@@ -139,6 +157,10 @@ public sealed class TcpPlayClientStatistics
     internal void AddHeartbeatReceived() => Interlocked.Increment(ref _heartbeatsReceived);
 
     internal void AddFailedByDisconnect() => Interlocked.Increment(ref _failedByDisconnect);
+
+    internal void AddPushDropped() => Interlocked.Increment(ref _pushesDropped);
+
+    internal void AddReplyRefused() => Interlocked.Increment(ref _repliesRefused);
 }
 
 /// <summary>
@@ -150,12 +172,17 @@ public sealed class TcpPlayClientStatistics
 /// </summary>
 /// <remarks>
 /// Thread-safe: requests may be issued from any thread. Reply handlers run on I/O threads (or the timer thread for
-/// timeouts), one call per request; handlers of different requests may run concurrently.
+/// timeouts), one call per request; handlers of different requests may run concurrently. With
+/// <see cref="TcpPlayClientOptions.PacketQueueMax"/> set, reply and push handlers run instead on the thread that
+/// calls <see cref="ReadPackets"/> (timeouts and disconnects still complete where they happen).
 /// </remarks>
 public sealed class TcpPlayClient : IDisposable
 {
     /// <summary>The error code a pending request completes with when the connection closes (client-side only, never on the wire).</summary>
     public const ushort DisconnectedErrorCode = 60100;
+
+    /// <summary>The error code a request completes with when its reply met a full packet queue (client-side only, never on the wire).</summary>
+    public const ushort PacketQueueFullErrorCode = 60101;
 
     private const int NoSlot = -1;
 
@@ -178,6 +205,11 @@ public sealed class TcpPlayClient : IDisposable
     private long _armedDeadlineTimestamp = long.MaxValue;
     private bool _connectionClosed;
 
+    // Packets waiting for the application (PacketQueueMax set), guarded by their own lock: I/O threads add, the
+    // application's thread reads.
+    private readonly Queue<ServerFrame>? _packets;
+    private readonly Lock _packetsGate = new();
+
     private TcpPlayClient(Socket socket, TcpPlayClientOptions options)
     {
         _options = options;
@@ -196,6 +228,11 @@ public sealed class TcpPlayClient : IDisposable
         _slotBySeq = new Dictionary<ushort, int>(inFlightMax);
         RemoteEndPoint = socket.RemoteEndPoint as IPEndPoint;
         LocalEndPoint = socket.LocalEndPoint as IPEndPoint;
+        if (options.PacketQueueMax is not null)
+        {
+            _packets = new Queue<ServerFrame>();
+        }
+
         _connection = new Connection(this, socket);
         _timeoutTimer = Time.CreateTimer(static s => ((TcpPlayClient)s!).ExpireDue(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         if (options.HeartbeatInterval is { } interval)
@@ -240,6 +277,21 @@ public sealed class TcpPlayClient : IDisposable
     }
 
     public int InFlightHighWater { get; private set; }
+
+    /// <summary>Packets waiting for <see cref="ReadPackets"/> (0 when handlers run as packets arrive).</summary>
+    public int PacketsQueued
+    {
+        get
+        {
+            lock (_packetsGate)
+            {
+                return _packets?.Count ?? 0;
+            }
+        }
+    }
+
+    /// <summary>The most packets the packet queue held at once.</summary>
+    public int PacketQueueHighWater { get; private set; }
 
     /// <summary>Free for the owner (a workload driver), so handlers can be static and allocate nothing.</summary>
     public object? Tag { get; set; }
@@ -390,11 +442,49 @@ public sealed class TcpPlayClient : IDisposable
     /// <summary>Resets the connection (RST, not FIN): the abrupt break a crashed client causes.</summary>
     public void Abort(string reason = "client abort") => _connection.Abort(reason);
 
+    /// <summary>
+    /// Runs the handlers of up to <paramref name="max"/> queued packets, oldest first, on the calling thread (the
+    /// application's loop) when <see cref="TcpPlayClientOptions.PacketQueueMax"/> is set; returns how many it read.
+    /// </summary>
+    public int ReadPackets(int max = int.MaxValue)
+    {
+        var read = 0;
+        while (read < max)
+        {
+            ServerFrame frame;
+            lock (_packetsGate)
+            {
+                if (_packets is null || !_packets.TryDequeue(out frame))
+                {
+                    break;
+                }
+            }
+
+            using (frame)
+            {
+                OnFrame(frame);
+            }
+
+            read++;
+        }
+
+        return read;
+    }
+
     public void Dispose()
     {
         Disconnect("disposed");
         _timeoutTimer.Dispose();
         _heartbeatTimer?.Dispose();
+
+        // Packets nobody will read give their buffers back.
+        lock (_packetsGate)
+        {
+            while (_packets is not null && _packets.TryDequeue(out var unread))
+            {
+                unread.Dispose();
+            }
+        }
     }
 
     private static void CompleteTask(TcpPlayClient client, in ClientReply reply) =>
@@ -507,6 +597,59 @@ public sealed class TcpPlayClient : IDisposable
         pending.Handler!(this, new ClientReply(frame.MsgSeq, frame.MsgId, frame.ErrorCode, frame.Payload.Memory, timedOut: false, disconnected: false, pending.State));
     }
 
+    /// <summary>
+    /// Queues a received packet for <see cref="ReadPackets"/>, or refuses it when the queue is at its cap: a push is
+    /// dropped and counted, a reply completes its request now with <see cref="PacketQueueFullErrorCode"/>.
+    /// </summary>
+    private void Queue(in ServerFrame frame)
+    {
+        if (frame.IsHeartbeat)
+        {
+            Statistics.AddHeartbeatReceived();
+            frame.Dispose();
+            return;
+        }
+
+        lock (_packetsGate)
+        {
+            if (_packets!.Count < _options.PacketQueueMax)
+            {
+                _packets.Enqueue(frame);
+                if (_packets.Count > PacketQueueHighWater)
+                {
+                    PacketQueueHighWater = _packets.Count;
+                }
+
+                return;
+            }
+        }
+
+        using (frame)
+        {
+            if (frame.MsgSeq == 0)
+            {
+                Statistics.AddPushDropped();
+                return;
+            }
+
+            PendingSlot pending;
+            lock (_gate)
+            {
+                if (!_slotBySeq.Remove(frame.MsgSeq, out var slot))
+                {
+                    Statistics.AddLateOrUnknownReply();
+                    return;
+                }
+
+                pending = _slots[slot];
+                ReleaseLocked(slot);
+            }
+
+            Statistics.AddReplyRefused();
+            pending.Handler!(this, new ClientReply(frame.MsgSeq, frame.MsgId, PacketQueueFullErrorCode, ReadOnlyMemory<byte>.Empty, timedOut: false, disconnected: false, pending.State));
+        }
+    }
+
     private void OnConnectionClosed(SessionCloseReason reason, string detail)
     {
         List<PendingSlot> failed;
@@ -609,6 +752,12 @@ public sealed class TcpPlayClient : IDisposable
             {
                 while (_decoder.TryDecode(ref data, out var frame))
                 {
+                    if (_client._packets is not null)
+                    {
+                        _client.Queue(frame);
+                        continue;
+                    }
+
                     using (frame)
                     {
                         _client.OnFrame(frame);

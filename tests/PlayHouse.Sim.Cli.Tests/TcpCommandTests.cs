@@ -6,6 +6,7 @@ using System.Text;
 using System.Text.Json;
 using PlayHouse.Core.Codec;
 using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Sim.Tcp;
 using PlayHouse.Transport.Tcp;
 
 namespace PlayHouse.Sim.Cli.Tests;
@@ -240,7 +241,8 @@ public sealed class TcpCommandTests
             var at = lines.IndexOf($"{name}: {ScenarioCatalog.Create(name).Description}");
             Assert.True(at >= 0, $"{name} missing\n{result}");
             var serve = TcpServeHost.Scenarios.Contains(name) ? "yes" : "no";
-            Assert.Equal($"  modes=sim,tcp serve={serve}", lines[at + 2]);
+            var modes = TcpScenarioRunner.Supports(ScenarioCatalog.Create(name)) ? "sim,tcp" : "sim";
+            Assert.Equal($"  modes={modes} serve={serve}", lines[at + 2]);
         }
 
         Assert.Equal(3, lines.Count(l => l.EndsWith(" serve=yes", StringComparison.Ordinal)));

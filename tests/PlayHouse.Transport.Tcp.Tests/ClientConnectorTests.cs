@@ -63,6 +63,35 @@ public sealed class ClientConnectorTests
     }
 
     [Fact]
+    public async Task PacketQueue_PastItsCap_DropsPushesAndCompletesTheReplyOnceWithPacketQueueFull()
+    {
+        using var listener = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        listener.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        listener.Listen(1);
+        var accepted = listener.AcceptAsync();
+        using var client = await TcpPlayClient.ConnectAsync((IPEndPoint)listener.LocalEndPoint!, new TcpPlayClientOptions { PacketQueueMax = 2, RequestTimeout = TestServer.Patience });
+        using var peer = await accepted.WaitAsync(TestServer.Patience);
+        var pushes = 0;
+        client.PushReceived = (TcpPlayClient c, in PlayHouse.Core.Codec.ServerFrame push) => pushes++;
+        var replied = new TaskCompletionSource<ushort>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var seq = client.Request("EchoRequest", 1, [1], (TcpPlayClient c, in ClientReply r) => replied.TrySetResult(r.ErrorCode));
+
+        // Two pushes fill the queue nobody reads yet; the third push and the reply behind it meet it full.
+        await peer.SendAsync(ServerFrame("Push", 0, [1]).Concat(ServerFrame("Push", 0, [2])).Concat(ServerFrame("Push", 0, [3])).Concat(ServerFrame("EchoReply", seq, [1])).ToArray());
+        var errorCode = await replied.Task.WaitAsync(TestServer.Patience);
+
+        Assert.Equal(TcpPlayClient.PacketQueueFullErrorCode, errorCode);
+        Assert.Equal(1, client.Statistics.PushesDropped);
+        Assert.Equal(1, client.Statistics.RepliesRefused);
+        Assert.Equal(0, pushes);
+        Assert.Equal(2, client.PacketsQueued);
+        Assert.Equal(2, client.ReadPackets());
+        Assert.Equal(2, pushes);
+        Assert.Equal(2, client.PacketQueueHighWater);
+        Assert.Equal(0, client.InFlight);
+    }
+
+    [Fact]
     public async Task InFlightCap_RefusesRequestsBeyondIt()
     {
         using var listener = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);

@@ -3,6 +3,7 @@ using System.Collections.Concurrent;
 using System.Net;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 
@@ -54,6 +55,27 @@ public sealed class MeshTests
         Assert.True(reply.IsSuccess);
         Assert.Equal(Enumerable.Range(0, Count).Select(i => (long)i), order);
         await AssertQuiet(cluster);
+    }
+
+    [Fact]
+    public async Task RequestPastThePeersSendQueueCap_FailsFastWithMeshSendQueueFull()
+    {
+        // A frame larger than the send queue's cap can never be queued: the transport refuses it (before connecting),
+        // and the node fails the request at once instead of letting it wait for its timeout.
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        using var api = new ApiServer("api-1", new NodeSeams(new ManualTimeProvider(), new ManualExecutor(), new Xoshiro256StarStar(1), pool));
+        using var mesh = new TcpMeshTransport(api, new TcpMeshOptions { SendQueueBytesMax = 1024 });
+        mesh.AddPeer("api-2", new IPEndPoint(IPAddress.Loopback, 9));
+        api.Mesh = mesh;
+
+        var request = api.RequestToApi("api-2", "Ask", pool.Copy(new byte[2_000], "ask"));
+
+        Assert.True(request.IsCompleted);
+        Assert.Equal(ErrorCodes.MeshSendQueueFull, (await request).ErrorCode);
+        Assert.Equal(1, api.Counters.MeshSendsRefused);
+        Assert.Equal(1, mesh.MessagesDropped);
+        Assert.Equal(0, mesh.Connects);
+        pool.ThrowIfLeaks();
     }
 
     [Fact]

@@ -405,12 +405,21 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
         }
     }
 
-    public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength)
+    public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength, int externalLength)
     {
-        Queues.OnMailboxPosted(nodeId, stageId, mailboxLength);
+        Queues.OnMailboxPosted(nodeId, stageId, mailboxLength, externalLength);
         for (var i = 0; i < _extraObservers.Count; i++)
         {
-            _extraObservers[i].OnMailboxPosted(nodeId, stageId, mailboxLength);
+            _extraObservers[i].OnMailboxPosted(nodeId, stageId, mailboxLength, externalLength);
+        }
+    }
+
+    public override void OnTickPosted(string nodeId, long stageId, int pendingTicks)
+    {
+        Queues.OnTickPosted(nodeId, stageId, pendingTicks);
+        for (var i = 0; i < _extraObservers.Count; i++)
+        {
+            _extraObservers[i].OnTickPosted(nodeId, stageId, pendingTicks);
         }
     }
 

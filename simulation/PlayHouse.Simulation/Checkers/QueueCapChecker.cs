@@ -5,10 +5,14 @@ using PlayHouse.Core.Runtime;
 namespace PlayHouse.Simulation.Checkers;
 
 /// <summary>
-/// Every queue stays within its cap (B15). Named queues (session send queues, RTT trackers, network paths)
-/// are reported through <see cref="Observe(string, int, int)"/>; stage mailboxes through the <see cref="OnMailboxPosted"/> hook
-/// against the cap registered for their node with <see cref="WatchMailboxes(string, int, int)"/>. Records the
-/// high-water mark of every queue; a queue over its cap is one violation, at the first overflow.
+/// Every queue stays within its cap (B15). Named queues (session and mesh send queues, client packet queues, RTT
+/// trackers) are reported through <see cref="Observe(string, int, int)"/>; stage mailboxes through the
+/// <see cref="OnMailboxPosted"/> hook against the caps registered for their node with
+/// <see cref="WatchMailboxes(string, int, int)"/>: the messages from outside against <c>MailboxCapacityMax</c> exactly, and
+/// the whole mailbox against that plus an allowance for the stage's own entries; the ticks each timer or game loop
+/// has waiting through the <see cref="OnTickPosted"/> hook against <c>TimerPendingTicksMax</c>
+/// (<see cref="WatchTimerTicks"/>). Records the high-water mark of every queue; a queue over its cap is one
+/// violation, at the first overflow.
 /// </summary>
 /// <remarks>Thread-safe (one lock per observation). Watch nodes before the run: a mailbox takes its cap when first seen.</remarks>
 public sealed class QueueCapChecker : RuntimeInvariantChecker
@@ -17,8 +21,10 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
 
     private readonly Lock _gate = new();
     private readonly Dictionary<string, QueueState> _named = new(StringComparer.Ordinal);
-    private readonly StageMap<QueueState> _mailboxes = new(static (_, _) => new QueueState());
+    private readonly StageMap<MailboxState> _mailboxes = new(static (_, _) => new MailboxState());
+    private readonly StageMap<QueueState> _ticks = new(static (_, _) => new QueueState());
     private readonly Dictionary<string, MailboxCap> _mailboxCaps = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, int> _tickCaps = new(StringComparer.Ordinal);
 
     public QueueCapChecker(CheckerContext context)
         : base(CheckerName, context)
@@ -99,6 +105,14 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
         Log.Record($"mailbox of stage {nodeId}/{stageId} held {mailboxLength} messages, over its cap of {mailboxCap} (MailboxCapacityMax {cap.CapacityMax} + {cap.InternalAllowance} internal entries)");
     }
 
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportExternalOverCap(string nodeId, long stageId, int externalLength, int externalCap) =>
+        Log.Record($"mailbox of stage {nodeId}/{stageId} held {externalLength} messages from outside, over MailboxCapacityMax {externalCap}: overload was queued instead of refused");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportTicksOverCap(string nodeId, long stageId, int pendingTicks, int ticksCap) =>
+        Log.Record($"a timer of stage {nodeId}/{stageId} had {pendingTicks} ticks waiting in the mailbox, over TimerPendingTicksMax {ticksCap}: ticks were queued instead of coalesced");
+
     /// <summary>
     /// Checks the mailboxes of a node's stages against <paramref name="mailboxCapacityMax"/> plus
     /// <paramref name="internalEntriesAllowance"/>.
@@ -123,14 +137,26 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
         }
     }
 
-    /// <summary>Watches a node's mailboxes with the cap from its <see cref="ServerOptions"/>.</summary>
+    /// <summary>Checks the ticks each timer or game loop of a node's stages has waiting against <paramref name="timerPendingTicksMax"/>.</summary>
+    public void WatchTimerTicks(string nodeId, int timerPendingTicksMax)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(nodeId);
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(timerPendingTicksMax);
+        using (Context.Enter(_gate))
+        {
+            _tickCaps[nodeId] = timerPendingTicksMax;
+        }
+    }
+
+    /// <summary>Watches a node's mailboxes and timer ticks with the caps from its <see cref="ServerOptions"/>.</summary>
     public void WatchMailboxes(ServerNode node, int internalEntriesAllowance)
     {
         ArgumentNullException.ThrowIfNull(node);
         WatchMailboxes(node.NodeId, node.Options.MailboxCapacityMax, internalEntriesAllowance);
+        WatchTimerTicks(node.NodeId, node.Options.TimerPendingTicksMax);
     }
 
-    public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength)
+    public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength, int externalLength)
     {
         using (Context.Enter(_gate))
         {
@@ -138,12 +164,25 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
             if (added)
             {
                 // An unwatched node's mailboxes are recorded but uncapped.
-                mailbox.Cap = _mailboxCaps.TryGetValue(nodeId, out var cap) ? cap.Total : int.MaxValue;
+                var watched = _mailboxCaps.TryGetValue(nodeId, out var cap);
+                mailbox.Cap = watched ? cap.Total : int.MaxValue;
+                mailbox.ExternalCap = watched ? cap.CapacityMax : int.MaxValue;
             }
 
             if (mailboxLength > mailbox.HighWater)
             {
                 mailbox.HighWater = mailboxLength;
+            }
+
+            if (externalLength > mailbox.ExternalHighWater)
+            {
+                mailbox.ExternalHighWater = externalLength;
+            }
+
+            if (externalLength > mailbox.ExternalCap && !mailbox.ExternalExceeded)
+            {
+                mailbox.ExternalExceeded = true;
+                ReportExternalOverCap(nodeId, stageId, externalLength, mailbox.ExternalCap);
             }
 
             if (mailboxLength > mailbox.Cap && !mailbox.Exceeded)
@@ -154,9 +193,33 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
         }
     }
 
+    public override void OnTickPosted(string nodeId, long stageId, int pendingTicks)
+    {
+        using (Context.Enter(_gate))
+        {
+            var ticks = _ticks.GetOrAdd(nodeId, stageId, out var added);
+            if (added)
+            {
+                ticks.Cap = _tickCaps.TryGetValue(nodeId, out var cap) ? cap : int.MaxValue;
+            }
+
+            if (pendingTicks > ticks.HighWater)
+            {
+                ticks.HighWater = pendingTicks;
+            }
+
+            if (pendingTicks > ticks.Cap && !ticks.Exceeded)
+            {
+                ticks.Exceeded = true;
+                ReportTicksOverCap(nodeId, stageId, pendingTicks, ticks.Cap);
+            }
+        }
+    }
+
     /// <summary>
     /// The high-water mark of every queue seen: named queues by name (ordinal), then mailboxes by node id
-    /// (ordinal) and stage id. A cap of <see cref="int.MaxValue"/> means no cap was registered.
+    /// (ordinal) and stage id, each as a whole and its messages from outside, then the ticks waiting per timer of
+    /// each stage that had any. A cap of <see cref="int.MaxValue"/> means no cap was registered.
     /// </summary>
     public IReadOnlyList<QueueHighWater> GetHighWaters()
     {
@@ -170,30 +233,55 @@ public sealed class QueueCapChecker : RuntimeInvariantChecker
 
             named.Sort(static (a, b) => string.CompareOrdinal(a.Name, b.Name));
 
-            var mailboxKeys = new List<(string NodeId, long StageId)>(_mailboxes.All.Keys);
-            mailboxKeys.Sort(static (a, b) =>
-            {
-                var byNode = string.CompareOrdinal(a.NodeId, b.NodeId);
-                return byNode != 0 ? byNode : a.StageId.CompareTo(b.StageId);
-            });
-            foreach (var key in mailboxKeys)
+            foreach (var key in SortedKeys(_mailboxes.All.Keys))
             {
                 var mailbox = _mailboxes.All[key];
                 named.Add(new QueueHighWater(MailboxName(key.NodeId, key.StageId), mailbox.HighWater, mailbox.Cap));
+                named.Add(new QueueHighWater(MailboxExternalName(key.NodeId, key.StageId), mailbox.ExternalHighWater, mailbox.ExternalCap));
+            }
+
+            foreach (var key in SortedKeys(_ticks.All.Keys))
+            {
+                var ticks = _ticks.All[key];
+                named.Add(new QueueHighWater(TicksName(key.NodeId, key.StageId), ticks.HighWater, ticks.Cap));
             }
 
             return named;
         }
     }
 
+    private static List<(string NodeId, long StageId)> SortedKeys(IEnumerable<(string NodeId, long StageId)> keys)
+    {
+        var sorted = new List<(string NodeId, long StageId)>(keys);
+        sorted.Sort(static (a, b) =>
+        {
+            var byNode = string.CompareOrdinal(a.NodeId, b.NodeId);
+            return byNode != 0 ? byNode : a.StageId.CompareTo(b.StageId);
+        });
+        return sorted;
+    }
+
     /// <summary>The name a mailbox has in <see cref="GetHighWaters"/>.</summary>
     public static string MailboxName(string nodeId, long stageId) => string.Create(CultureInfo.InvariantCulture, $"mailbox {nodeId}/{stageId}");
 
-    internal sealed class QueueState
+    /// <summary>The name the messages from outside of a mailbox have in <see cref="GetHighWaters"/>.</summary>
+    public static string MailboxExternalName(string nodeId, long stageId) => string.Create(CultureInfo.InvariantCulture, $"mailbox {nodeId}/{stageId} from outside");
+
+    /// <summary>The name the ticks waiting per timer of a stage have in <see cref="GetHighWaters"/>.</summary>
+    public static string TicksName(string nodeId, long stageId) => string.Create(CultureInfo.InvariantCulture, $"ticks per timer of stage {nodeId}/{stageId}");
+
+    internal class QueueState
     {
         public int HighWater;
         public int Cap;
         public bool Exceeded;
+    }
+
+    private sealed class MailboxState : QueueState
+    {
+        public int ExternalHighWater;
+        public int ExternalCap;
+        public bool ExternalExceeded;
     }
 
     private readonly record struct MailboxCap(int CapacityMax, int InternalAllowance)

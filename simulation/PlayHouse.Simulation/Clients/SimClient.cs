@@ -34,6 +34,12 @@ public sealed class SimClientStatistics
     public long Disconnects { get; internal set; }
 
     public long BadFrames { get; internal set; }
+
+    /// <summary>Pushes refused because the packet queue was at its cap: dropped, never read.</summary>
+    public long PushesDropped { get; internal set; }
+
+    /// <summary>Replies refused because the packet queue was at its cap: their requests completed with <see cref="SimClient.PacketQueueFullErrorCode"/>.</summary>
+    public long RepliesRefused { get; internal set; }
 }
 
 /// <summary>
@@ -41,9 +47,19 @@ public sealed class SimClientStatistics
 /// request with a timeout, one-way send, and pushes. Requests are correlated by their 16-bit sequence; a sequence
 /// still pending is never reused, and a reply that arrives after its timeout is counted, not mistaken for a push.
 /// </summary>
-/// <remarks>Not thread-safe; runs on the simulation thread. Pending requests are capped by <see cref="InFlightMax"/>.</remarks>
+/// <remarks>
+/// Not thread-safe; runs on the simulation thread. Pending requests are capped by <see cref="InFlightMax"/>, and the
+/// packets waiting for a slow application (<see cref="ClientReadOptions"/>) by its packet queue's cap.
+/// </remarks>
 public sealed class SimClient : IDisposable, IStreamReceiver
 {
+    /// <summary>
+    /// The error a request completes with when its reply arrived while the packet queue was at its cap (client-side
+    /// only, never on the wire): the client refuses the overload instead of buffering it, and the request still ends
+    /// exactly once.
+    /// </summary>
+    public const ushort PacketQueueFullErrorCode = 60101;
+
     private readonly SimNetwork _network;
     private readonly SimWorld _world;
     private readonly MessagePool _pool;
@@ -60,11 +76,29 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private ITimer? _timer;
     private long _armedDeadlineTicks = long.MaxValue;
     private ITimer? _heartbeat;
+    private readonly ClientReadOptions _reading;
+    private readonly IClientPacketQueue? _packets;
+    private ITimer? _readTimer;
+    private bool _readArmed;
 
-    public SimClient(SimNetwork network, string endpoint, MessagePool pool, Utf8StringCache msgIds, int inFlightMax = 1024)
+    /// <param name="network">The network the client connects through.</param>
+    /// <param name="endpoint">The client's own endpoint name.</param>
+    /// <param name="pool">Where received payloads are decoded into.</param>
+    /// <param name="msgIds">Shared msg-id strings.</param>
+    /// <param name="inFlightMax">Requests pending at once.</param>
+    /// <param name="reading">How the application reads what arrives; null handles each packet as it arrives.</param>
+    /// <param name="packetQueue">Makes the packet queue from <see cref="ClientReadOptions.PacketQueueMax"/> when packets queue; null: <see cref="ClientPacketQueue"/>.</param>
+    public SimClient(SimNetwork network, string endpoint, MessagePool pool, Utf8StringCache msgIds, int inFlightMax = 1024, ClientReadOptions? reading = null, Func<int, IClientPacketQueue>? packetQueue = null)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(inFlightMax);
         ArgumentOutOfRangeException.ThrowIfGreaterThan(inFlightMax, ushort.MaxValue - 1);
+        _reading = reading ?? new ClientReadOptions();
+        _reading.Validate();
+        if (_reading.IsQueued)
+        {
+            _packets = packetQueue?.Invoke(_reading.PacketQueueMax) ?? new ClientPacketQueue(_reading.PacketQueueMax);
+        }
+
         _network = network;
         _world = network.World;
         _pool = pool;
@@ -96,6 +130,15 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     public bool IsConnected => _connection is { IsOpen: true };
 
     public SimClientStatistics Statistics { get; } = new();
+
+    /// <summary>How the application reads what arrives.</summary>
+    public ClientReadOptions Reading => _reading;
+
+    /// <summary>Packets waiting in the packet queue for the application (0 when packets are handled as they arrive).</summary>
+    public int PacketsQueued => _packets?.Count ?? 0;
+
+    /// <summary>The most packets the packet queue held at once.</summary>
+    public int PacketQueueHighWater { get; private set; }
 
     /// <summary>Called for each push (a frame with sequence 0). The payload span is valid during the call.</summary>
     public Action<SimClient, string, long, ReadOnlyMemory<byte>>? PushReceived { get; set; }
@@ -176,9 +219,16 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     {
         _heartbeat?.Dispose();
         _timer?.Dispose();
+        _readTimer?.Dispose();
         Disconnect("disposed");
         _decoder?.Dispose();
         _decoder = null;
+
+        // Packets nobody will read give their payloads back.
+        while (_packets is not null && _packets.TryDequeue(out var unread))
+        {
+            unread.Dispose();
+        }
     }
 
     void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data) => OnData(connection, data);
@@ -225,6 +275,12 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         {
             while (_decoder.TryDecode(ref data, out var frame))
             {
+                if (_packets is not null)
+                {
+                    Queue(frame);
+                    continue;
+                }
+
                 using (frame)
                 {
                     OnFrame(frame);
@@ -235,6 +291,71 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         {
             Statistics.BadFrames++;
             connection.Reset($"client got a malformed frame: {ex.Error}");
+        }
+    }
+
+    /// <summary>
+    /// Queues a packet for the application, or refuses it when the queue is at its cap: a push is dropped and counted,
+    /// a reply completes its request at once with <see cref="PacketQueueFullErrorCode"/>. Heartbeat echoes never queue.
+    /// </summary>
+    private void Queue(in ServerFrame frame)
+    {
+        if (frame.IsHeartbeat)
+        {
+            frame.Dispose();
+            return;
+        }
+
+        if (_packets!.TryEnqueue(frame))
+        {
+            PacketQueueHighWater = Math.Max(PacketQueueHighWater, _packets.Count);
+            if (!_readArmed)
+            {
+                _readArmed = true;
+                _readTimer ??= _world.Time.CreateTimer(static s => ((SimClient)s!).ReadPackets(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+                _readTimer.Change(_reading.ReadInterval, _reading.ReadInterval);
+            }
+
+            return;
+        }
+
+        using (frame)
+        {
+            if (frame.MsgSeq == 0)
+            {
+                Statistics.PushesDropped++;
+                return;
+            }
+
+            if (!_slotBySeq.Remove(frame.MsgSeq, out var slot))
+            {
+                Statistics.LateOrUnknownReplies++;
+                return;
+            }
+
+            var pending = _slots[slot];
+            Release(slot);
+            Statistics.RepliesRefused++;
+            pending.OnReply!(this, new ClientReply(frame.MsgSeq, frame.MsgId, PacketQueueFullErrorCode, ReadOnlyMemory<byte>.Empty, TimedOut: false));
+        }
+    }
+
+    /// <summary>The application's read: up to <see cref="ClientReadOptions.PacketsPerRead"/> packets, oldest first.</summary>
+    private void ReadPackets()
+    {
+        for (var read = 0; read < _reading.PacketsPerRead && _packets!.TryDequeue(out var frame); read++)
+        {
+            using (frame)
+            {
+                OnFrame(frame);
+            }
+        }
+
+        if (_packets!.Count == 0 && _readArmed)
+        {
+            // Nothing left to read: the application stops polling until a packet arrives, so a quiet client lets the world go quiet.
+            _readArmed = false;
+            _readTimer!.Change(Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         }
     }
 

@@ -30,6 +30,12 @@ public sealed class SimClusterBuilder(ulong seed)
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
     private NodeParts _nodeParts = NodeParts.Standard;
+    private StreamSendQueueFactory _sessionSendQueues = ConnectionSendQueue.Factory;
+    private StreamSendQueueFactory _meshSendQueues = ConnectionSendQueue.Factory;
+    private int? _sessionSendQueueBytesMax;
+    private int? _meshSendQueueBytesMax;
+    private ClientReadOptions _clientReading = new();
+    private Func<int, IClientPacketQueue>? _clientPacketQueues;
 
     public ulong Seed { get; } = seed;
 
@@ -55,6 +61,29 @@ public sealed class SimClusterBuilder(ulong seed)
         return this;
     }
 
+    /// <summary>How every client's application reads what arrives (by default each packet as it arrives, no queue).</summary>
+    public SimClusterBuilder WithClientReading(ClientReadOptions reading)
+    {
+        ArgumentNullException.ThrowIfNull(reading);
+        reading.Validate();
+        _clientReading = reading;
+        return this;
+    }
+
+    /// <summary>The client read options set so far.</summary>
+    public ClientReadOptions ClientReading => _clientReading;
+
+    /// <summary>
+    /// Makes every client's packet queue from the cap in <see cref="ClientReadOptions.PacketQueueMax"/> when packets
+    /// queue; the standard one is <see cref="ClientPacketQueue"/> (the bug zoo plugs flawed twins in here).
+    /// </summary>
+    public SimClusterBuilder WithClientPacketQueue(Func<int, IClientPacketQueue> factory)
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        _clientPacketQueues = factory;
+        return this;
+    }
+
     public SimClusterBuilder WithStage(string name, Func<IStageLink, IStage> stageFactory, Func<IActorLink, IActor> actorFactory)
     {
         _stageTypes.Add(new SimStageType(name, stageFactory, actorFactory));
@@ -76,6 +105,44 @@ public sealed class SimClusterBuilder(ulong seed)
     public SimClusterBuilder WithNetwork(PathOptions options)
     {
         _network = options;
+        return this;
+    }
+
+    /// <summary>The network options set so far (every path's defaults), so a scenario can adjust them (<c>builder.Network with { ... }</c>).</summary>
+    public PathOptions Network => _network;
+
+    /// <summary>
+    /// Caps the send queue of every client session and of every mesh link (bytes); null leaves only the path's own
+    /// <see cref="PathOptions.QueueCapacityBytes"/>, as real sockets have their buffers.
+    /// </summary>
+    public SimClusterBuilder WithSendQueueCaps(int? sessionBytesMax, int? meshBytesMax)
+    {
+        if (sessionBytesMax <= 0 || meshBytesMax <= 0)
+        {
+            throw new ArgumentOutOfRangeException(nameof(sessionBytesMax), "Send queue caps must be positive.");
+        }
+
+        _sessionSendQueueBytesMax = sessionBytesMax;
+        _meshSendQueueBytesMax = meshBytesMax;
+        return this;
+    }
+
+    /// <summary>
+    /// The send queue of every client session on the play servers: the standard one is the connection's own, refusing
+    /// bytes past its cap (the bug zoo plugs flawed twins in here).
+    /// </summary>
+    public SimClusterBuilder WithSessionSendQueue(StreamSendQueueFactory factory)
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        _sessionSendQueues = factory;
+        return this;
+    }
+
+    /// <summary>The send queue of every outbound mesh link; standard as for sessions (see <see cref="WithSessionSendQueue"/>).</summary>
+    public SimClusterBuilder WithMeshSendQueue(StreamSendQueueFactory factory)
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        _meshSendQueues = factory;
         return this;
     }
 
@@ -113,7 +180,14 @@ public sealed class SimClusterBuilder(ulong seed)
     {
         var world = new SimWorld(Seed, _worldOptions);
         var network = new SimNetwork(world, world.CreateRandom(), _network);
-        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts };
+        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics)
+        {
+            NodeParts = _nodeParts,
+            SessionSendQueues = _sessionSendQueues,
+            MeshSendQueues = _meshSendQueues,
+            ConfiguredSessionSendQueueBytesMax = _sessionSendQueueBytesMax,
+            ConfiguredMeshSendQueueBytesMax = _meshSendQueueBytesMax,
+        };
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
         {
@@ -127,7 +201,7 @@ public sealed class SimClusterBuilder(ulong seed)
 
         for (var i = 1; i <= _clients; i++)
         {
-            cluster.AddClient($"client-{i}", _clientInFlightMax);
+            cluster.AddClient($"client-{i}", _clientInFlightMax, _clientReading, _clientPacketQueues);
         }
 
         cluster.WorkloadSeed = world.NextChildSeed();
@@ -238,6 +312,22 @@ public sealed class SimCluster : IDisposable
     /// <summary>The components every node is built from (set by <see cref="SimClusterBuilder.WithNodeParts"/>).</summary>
     public NodeParts NodeParts { get; internal init; } = NodeParts.Standard;
 
+    /// <summary>Makes each client session's send queue (<see cref="SimClusterBuilder.WithSessionSendQueue"/>).</summary>
+    public StreamSendQueueFactory SessionSendQueues { get; internal init; } = ConnectionSendQueue.Factory;
+
+    /// <summary>Makes each outbound mesh link's send queue (<see cref="SimClusterBuilder.WithMeshSendQueue"/>).</summary>
+    public StreamSendQueueFactory MeshSendQueues { get; internal init; } = ConnectionSendQueue.Factory;
+
+    /// <summary>The cap of every client session's send queue in bytes: the configured one, else the network's default path cap.</summary>
+    public int SessionSendQueueBytesMax => ConfiguredSessionSendQueueBytesMax ?? Network.Defaults.QueueCapacityBytes;
+
+    /// <summary>The cap of every mesh link's send queue in bytes: the configured one, else the network's default path cap.</summary>
+    public int MeshSendQueueBytesMax => ConfiguredMeshSendQueueBytesMax ?? Network.Defaults.QueueCapacityBytes;
+
+    internal int? ConfiguredSessionSendQueueBytesMax { get; init; }
+
+    internal int? ConfiguredMeshSendQueueBytesMax { get; init; }
+
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
     /// <summary>Pools whose ledgers must be empty at quiescence: live nodes, clients, and the network's in-flight buffers.</summary>
@@ -338,12 +428,12 @@ public sealed class SimCluster : IDisposable
         Start(node);
     }
 
-    internal void AddClient(string name, int inFlightMax)
+    internal void AddClient(string name, int inFlightMax, ClientReadOptions reading, Func<int, IClientPacketQueue>? packetQueues)
     {
         // Each client draws its seed in order even if it does not use randomness yet, so adding randomness to
         // clients later does not shift the seeds of everything drawn after them.
         _ = World.NextChildSeed();
-        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax));
+        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax, reading, packetQueues));
     }
 
     private void Start(SimNode node)
@@ -364,7 +454,7 @@ public sealed class SimCluster : IDisposable
             }
 
             node.Server = play;
-            Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions));
+            Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions, SessionSendQueues(Network, connection, ConfiguredSessionSendQueueBytesMax ?? int.MaxValue)));
         }
         else
         {
@@ -377,7 +467,7 @@ public sealed class SimCluster : IDisposable
             node.Server = api;
         }
 
-        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics);
+        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics, (network, connection) => MeshSendQueues(network, connection, ConfiguredMeshSendQueueBytesMax ?? int.MaxValue));
         node.Server.Mesh = node.Mesh;
         node.IsUp = true;
     }

@@ -21,7 +21,9 @@ public enum MeshSemantics
 /// The simulation's mesh transport for one node: every message is encoded as a real mesh frame
 /// (<c>RouteHeader</c> protobuf plus payload) and crosses the <see cref="SimNetwork"/> as bytes, so framing and
 /// header bugs can show. One outbound stream per peer keeps per-peer order; a broken link is reopened on the
-/// next send (messages in flight on it are lost, and their requests time out).
+/// next send (messages in flight on it are lost, and their requests time out). Each link's send queue is capped
+/// (<see cref="IStreamSendQueue"/>, standard: <see cref="ConnectionSendQueue"/>): a message past the cap, towards a slow
+/// or clogged peer, is refused (<see cref="MeshSendResult.QueueFull"/>), so its request fails at once.
 /// </summary>
 /// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
 public sealed class SimMeshTransport : IMeshTransport, IDisposable
@@ -30,19 +32,26 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
     private readonly ServerNode _node;
     private readonly Func<string, bool> _isKnownNode;
     private readonly MeshSemantics _semantics;
-    private readonly Dictionary<string, SimConnection> _outbound = new(StringComparer.Ordinal);
+    private readonly Func<SimNetwork, SimConnection, IStreamSendQueue> _sendQueues;
+    private readonly Dictionary<string, (SimConnection Connection, IStreamSendQueue Queue)> _outbound = new(StringComparer.Ordinal);
     private readonly List<(SimConnection Connection, MeshFrameDecoder Decoder)> _inbound = [];
     private readonly RouteHeader _sendHeader = new();
     private readonly RouteHeader _receiveHeader = new();
     private byte[] _scratch = new byte[4096];
     private bool _disposed;
 
-    public SimMeshTransport(SimNetwork network, ServerNode node, Func<string, bool> isKnownNode, MeshSemantics semantics = MeshSemantics.Stream)
+    /// <param name="network">The network the links cross.</param>
+    /// <param name="node">The node this transport serves.</param>
+    /// <param name="isKnownNode">Whether a node id names a server of the cluster.</param>
+    /// <param name="semantics">Streams (ordered links) or datagrams.</param>
+    /// <param name="sendQueues">Makes each outbound link's send queue; null: the connection's own, capped by its path.</param>
+    public SimMeshTransport(SimNetwork network, ServerNode node, Func<string, bool> isKnownNode, MeshSemantics semantics = MeshSemantics.Stream, Func<SimNetwork, SimConnection, IStreamSendQueue>? sendQueues = null)
     {
         _network = network;
         _node = node;
         _isKnownNode = isKnownNode;
         _semantics = semantics;
+        _sendQueues = sendQueues ?? (static (_, connection) => new ConnectionSendQueue(connection, int.MaxValue));
         Endpoint = EndpointOf(node.NodeId);
         if (semantics == MeshSemantics.Stream)
         {
@@ -56,8 +65,14 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
 
     public string Endpoint { get; }
 
-    /// <summary>Messages dropped because the link's send queue was full.</summary>
+    /// <summary>Messages refused because the link's send queue was at its cap.</summary>
     public long SendsRefused { get; private set; }
+
+    /// <summary>Messages handed to a link that had just broken: lost as in flight.</summary>
+    public long SendsLost { get; private set; }
+
+    /// <summary>The most bytes any link's send queue held (after a send), for the queue-cap checker.</summary>
+    public int SendQueueHighWaterBytes { get; private set; }
 
     /// <summary>Frames that failed to decode (the link was reset).</summary>
     public long FramesRejected { get; private set; }
@@ -69,40 +84,53 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
 
     public static string EndpointOf(string nodeId) => "mesh:" + nodeId;
 
-    public bool Send(string targetNodeId, in MeshMessage message)
+    public bool Send(string targetNodeId, in MeshMessage message) => TrySend(targetNodeId, message) != MeshSendResult.UnknownServer;
+
+    public MeshSendResult TrySend(string targetNodeId, in MeshMessage message)
     {
         if (_disposed)
         {
             // A stopped node's sends vanish, as a crashed process's would.
             message.Payload.DisposeIfOwner();
-            return true;
+            return MeshSendResult.Sent;
         }
 
         if (!_isKnownNode(targetNodeId))
         {
             message.Payload.DisposeIfOwner();
-            return false;
+            return MeshSendResult.UnknownServer;
         }
 
         try
         {
             var length = Encode(message);
-            MessagesSent++;
             var target = EndpointOf(targetNodeId);
             if (_semantics == MeshSemantics.Datagram)
             {
+                MessagesSent++;
                 _network.SendDatagram(Endpoint, target, _scratch.AsSpan(0, length));
-                return true;
+                return MeshSendResult.Sent;
             }
 
-            var connection = Outbound(target);
-            if (!connection.Send(_scratch.AsSpan(0, length)))
+            var (connection, queue) = Outbound(target);
+            var queued = queue.TrySend(_scratch.AsSpan(0, length));
+            SendQueueHighWaterBytes = Math.Max(SendQueueHighWaterBytes, queue.QueuedBytes);
+            if (queued)
             {
-                // The link's queue is full or it just broke: the message is lost, as on a real socket.
-                SendsRefused++;
+                MessagesSent++;
+                return MeshSendResult.Sent;
             }
 
-            return true;
+            if (!connection.IsOpen)
+            {
+                // The link just broke: the message is lost as on a real socket, and its request times out.
+                SendsLost++;
+                return MeshSendResult.Sent;
+            }
+
+            // The link's send queue is at its cap (a slow or clogged peer): refused, so the node fails its request now.
+            SendsRefused++;
+            return MeshSendResult.QueueFull;
         }
         finally
         {
@@ -141,7 +169,7 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
             _network.Unbind(Endpoint);
         }
 
-        foreach (var connection in _outbound.Values.OrderBy(c => c.ConnectionId).ToList())
+        foreach (var (connection, _) in _outbound.Values.OrderBy(c => c.Connection.ConnectionId).ToList())
         {
             connection.Close("node stopped");
         }
@@ -156,9 +184,9 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         _outbound.Clear();
     }
 
-    private SimConnection Outbound(string target)
+    private (SimConnection Connection, IStreamSendQueue Queue) Outbound(string target)
     {
-        if (_outbound.TryGetValue(target, out var existing) && existing.IsOpen)
+        if (_outbound.TryGetValue(target, out var existing) && existing.Connection.IsOpen)
         {
             return existing;
         }
@@ -167,13 +195,14 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         connection.Received = _ => { };
         connection.Closed = _ =>
         {
-            if (_outbound.TryGetValue(target, out var current) && ReferenceEquals(current, connection))
+            if (_outbound.TryGetValue(target, out var current) && ReferenceEquals(current.Connection, connection))
             {
                 _outbound.Remove(target);
             }
         };
-        _outbound[target] = connection;
-        return connection;
+        var link = (connection, _sendQueues(_network, connection));
+        _outbound[target] = link;
+        return link;
     }
 
     private void Accept(SimConnection connection)

@@ -8,20 +8,30 @@ namespace PlayHouse.Simulation.Cluster;
 /// <summary>
 /// The server side of one client session in simulation: bytes from the <see cref="SimConnection"/> go through
 /// the real client codec into the play server, and the server's frames are encoded and sent back as bytes.
-/// A malformed frame closes the session with the decoder's reason; the send queue's cap is the network path's.
+/// A malformed frame closes the session with the decoder's reason. The session's send queue is capped
+/// (<see cref="StreamSendQueueFactory"/>, standard: the path's queue cap): a frame past the cap, for a client that reads
+/// slowly, is refused (the server counts it as a refused client send), never buffered without a bound.
 /// </summary>
 /// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
 public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
 {
     private readonly SimConnection _connection;
+    private readonly IStreamSendQueue _sendQueue;
     private readonly PlayServer _server;
     private readonly ClientFrameDecoder _decoder;
     private readonly SimSessionStatistics _statistics;
     private bool _closed;
 
-    public SimSessionConnection(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics)
+    /// <param name="connection">The server end of the client's connection.</param>
+    /// <param name="server">The play server the session belongs to.</param>
+    /// <param name="msgIds">Shared msg-id strings.</param>
+    /// <param name="statistics">The node's session counters.</param>
+    /// <param name="sendQueue">The session's send queue on <paramref name="connection"/>; null: the connection's own, capped by its path.</param>
+    public SimSessionConnection(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics, IStreamSendQueue? sendQueue = null)
     {
+        ArgumentNullException.ThrowIfNull(connection);
         _connection = connection;
+        _sendQueue = sendQueue ?? new ConnectionSendQueue(connection, int.MaxValue);
         _server = server;
         _statistics = statistics;
         _decoder = new ClientFrameDecoder(server.Pool, msgIds, new FrameDecoderOptions { PayloadOwner = "session-receive" });
@@ -43,10 +53,10 @@ public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
             var length = ServerFrameEncoder.GetEncodedLength(msgId, payload.Length);
             var scratch = _connection.Network.SendScratch(length);
             ServerFrameEncoder.Encode(scratch, msgId, msgSeq, stageId, errorCode, payload.Span);
-            if (_connection.Send(scratch.AsSpan(0, length)))
+            if (_sendQueue.TrySend(scratch.AsSpan(0, length)))
             {
                 _statistics.FramesSent++;
-                _statistics.SendQueueHighWaterBytes = Math.Max(_statistics.SendQueueHighWaterBytes, _connection.QueuedBytes);
+                _statistics.SendQueueHighWaterBytes = Math.Max(_statistics.SendQueueHighWaterBytes, _sendQueue.QueuedBytes);
                 return true;
             }
 

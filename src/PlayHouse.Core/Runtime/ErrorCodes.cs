@@ -65,6 +65,9 @@ public static class ErrorCodes
     /// <summary>The server's ledger of requests awaiting a reply is at its cap (<see cref="ServerOptions.UnansweredRequestsMax"/>).</summary>
     public const ushort TooManyUnansweredRequests = 60020;
 
+    /// <summary>The mesh send queue towards the target server is at its cap (a slow or clogged peer); the request was refused, not queued.</summary>
+    public const ushort MeshSendQueueFull = 60021;
+
     /// <summary>Returns a short name for a runtime error code, or the number for user codes.</summary>
     public static string Describe(ushort code) => code switch
     {
@@ -89,6 +92,7 @@ public static class ErrorCodes
         AlreadyAuthenticated => nameof(AlreadyAuthenticated),
         NotInStage => nameof(NotInStage),
         TooManyUnansweredRequests => nameof(TooManyUnansweredRequests),
+        MeshSendQueueFull => nameof(MeshSendQueueFull),
         _ => code.ToString(System.Globalization.CultureInfo.InvariantCulture),
     };
 }

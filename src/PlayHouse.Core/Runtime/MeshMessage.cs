@@ -68,6 +68,27 @@ public interface IMeshTransport
 {
     /// <summary>Sends to a server; returns false (and disposes the payload) when the server is unknown.</summary>
     bool Send(string targetNodeId, in MeshMessage message);
+
+    /// <summary>
+    /// Sends to a server and says how that went: handed over (which promises no delivery), refused because the server
+    /// is unknown, or refused because the send queue towards it is at its cap. Ownership of the payload passes either
+    /// way. A transport with a capped send queue implements this; the default knows only <see cref="Send"/>'s answer.
+    /// </summary>
+    MeshSendResult TrySend(string targetNodeId, in MeshMessage message) =>
+        Send(targetNodeId, message) ? MeshSendResult.Sent : MeshSendResult.UnknownServer;
+}
+
+/// <summary>How handing a message to the mesh went (<see cref="IMeshTransport.TrySend"/>).</summary>
+public enum MeshSendResult
+{
+    /// <summary>Queued for the peer; it may still be lost in flight (its request then times out).</summary>
+    Sent,
+
+    /// <summary>The target server is not known to the mesh.</summary>
+    UnknownServer,
+
+    /// <summary>The send queue towards the target is at its cap: the message was refused, not queued.</summary>
+    QueueFull,
 }
 
 /// <summary>The receiving side of the mesh: every server node implements it.</summary>

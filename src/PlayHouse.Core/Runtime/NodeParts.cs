@@ -13,4 +13,10 @@ public sealed record NodeParts
 
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
+
+    /// <summary>Makes each stage's mailbox: the standard one refuses outside messages past <see cref="ServerOptions.MailboxCapacityMax"/>.</summary>
+    internal Func<ServerOptions, IStageMailbox> StageMailbox { get; init; } = static options => new StageMailbox(options.MailboxCapacityMax);
+
+    /// <summary>Makes the node's tick admission: the standard one coalesces ticks past <see cref="ServerOptions.TimerPendingTicksMax"/> per timer.</summary>
+    internal Func<ServerOptions, ITickAdmission> TickAdmission { get; init; } = static options => new CoalescingTickAdmission(options.TimerPendingTicksMax);
 }

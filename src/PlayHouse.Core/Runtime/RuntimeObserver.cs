@@ -79,8 +79,19 @@ public abstract class RuntimeObserver
     {
     }
 
-    /// <summary>A mailbox was posted to; <paramref name="mailboxLength"/> counts messages after the post.</summary>
-    public virtual void OnMailboxPosted(string nodeId, long stageId, int mailboxLength)
+    /// <summary>
+    /// A mailbox was posted to; <paramref name="mailboxLength"/> counts messages after the post, and
+    /// <paramref name="externalLength"/> those of them from outside the stage (the ones <see cref="ServerOptions.MailboxCapacityMax"/> caps).
+    /// </summary>
+    public virtual void OnMailboxPosted(string nodeId, long stageId, int mailboxLength, int externalLength)
+    {
+    }
+
+    /// <summary>
+    /// A timer or game-loop tick was admitted into a stage's mailbox; <paramref name="pendingTicks"/> counts that timer's
+    /// (or loop's) ticks now waiting there, the queue <see cref="ServerOptions.TimerPendingTicksMax"/> caps.
+    /// </summary>
+    public virtual void OnTickPosted(string nodeId, long stageId, int pendingTicks)
     {
     }
 

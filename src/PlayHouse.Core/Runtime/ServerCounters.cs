@@ -29,6 +29,7 @@ public sealed class ServerCounters
     private long _offStageRefused;
     private long _unknownApiMessages;
     private long _meshSendsToUnknownServers;
+    private long _meshSendsRefused;
     private long _offStageResultsDiscarded;
     private long _unansweredRequestsRefused;
     private long _unansweredRequestsExpired;
@@ -85,6 +86,9 @@ public sealed class ServerCounters
 
     public long MeshSendsToUnknownServers => Volatile.Read(ref _meshSendsToUnknownServers);
 
+    /// <summary>Mesh messages refused because the send queue towards their server was at its cap (requests fail with <see cref="ErrorCodes.MeshSendQueueFull"/>).</summary>
+    public long MeshSendsRefused => Volatile.Read(ref _meshSendsRefused);
+
     /// <summary>Off-stage results that came back after their stage closed; what they owned was released.</summary>
     public long OffStageResultsDiscarded => Volatile.Read(ref _offStageResultsDiscarded);
 
@@ -109,6 +113,7 @@ public sealed class ServerCounters
         new(nameof(HandlerFailures), HandlerFailures),
         new(nameof(LateReplies), LateReplies),
         new(nameof(MailboxRefused), MailboxRefused),
+        new(nameof(MeshSendsRefused), MeshSendsRefused),
         new(nameof(MeshSendsToUnknownServers), MeshSendsToUnknownServers),
         new(nameof(MisaddressedReplies), MisaddressedReplies),
         new(nameof(OffStageRefused), OffStageRefused),
@@ -174,6 +179,8 @@ public sealed class ServerCounters
     internal void AddUnknownApiMessage() => Interlocked.Increment(ref _unknownApiMessages);
 
     internal void AddMeshSendToUnknownServer() => Interlocked.Increment(ref _meshSendsToUnknownServers);
+
+    internal void AddMeshSendRefused() => Interlocked.Increment(ref _meshSendsRefused);
 
     internal void AddOffStageResultDiscarded() => Interlocked.Increment(ref _offStageResultsDiscarded);
 

@@ -62,6 +62,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         OffStageContext = new ExecutorSynchronizationContext(Executor);
         Requests = new RequestTable(this);
         _expiredInbound = new RecentIds(Options.RecentCompletionsMax);
+        TickAdmission = Parts.TickAdmission(Options);
     }
 
     public string NodeId { get; }
@@ -108,6 +109,9 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     }
 
     internal RequestTable Requests { get; }
+
+    /// <summary>Decides which timer and game-loop ticks of this node's stages are posted (<see cref="NodeParts.TickAdmission"/>).</summary>
+    internal ITickAdmission TickAdmission { get; }
 
     public void OnMeshMessage(in MeshMessage message)
     {
@@ -420,28 +424,44 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         payload.DisposeIfOwner();
     }
 
-    /// <summary>Sends over the mesh, or delivers locally when the target is this node.</summary>
-    internal bool SendMesh(string targetNodeId, in MeshMessage message)
+    /// <summary>
+    /// Sends over the mesh, or delivers locally when the target is this node. A message the mesh refuses is counted
+    /// and reported as dropped: to an unknown server, or past the cap of the send queue towards it (a slow or clogged
+    /// peer), where it is refused rather than queued without a bound.
+    /// </summary>
+    internal MeshSendResult SendMesh(string targetNodeId, in MeshMessage message)
     {
         if (string.Equals(targetNodeId, NodeId, StringComparison.Ordinal))
         {
             OnMeshMessage(message);
-            return true;
+            return MeshSendResult.Sent;
         }
 
-        if (Mesh is not null && Mesh.Send(targetNodeId, message))
+        var result = MeshSendResult.UnknownServer;
+        if (Mesh is not null)
         {
-            return true;
+            result = Mesh.TrySend(targetNodeId, message);
         }
-
-        if (Mesh is null)
+        else
         {
             message.Payload.DisposeIfOwner();
         }
 
-        Counters.AddMeshSendToUnknownServer();
-        Observer.OnDropped(NodeId, "unknown-server", message.MsgId);
-        return false;
+        switch (result)
+        {
+            case MeshSendResult.Sent:
+                break;
+            case MeshSendResult.QueueFull:
+                Counters.AddMeshSendRefused();
+                Observer.OnDropped(NodeId, "mesh-send-queue-full", message.MsgId);
+                break;
+            default:
+                Counters.AddMeshSendToUnknownServer();
+                Observer.OnDropped(NodeId, "unknown-server", message.MsgId);
+                break;
+        }
+
+        return result;
     }
 
     internal void SendOneWay(string targetNodeId, long stageId, string msgId, Payload payload, long fromStageId) =>
@@ -517,9 +537,10 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             StageType = stageType,
             Payload = payload,
         });
-        if (!sent)
+        if (sent != MeshSendResult.Sent)
         {
-            Requests.FailFast(request, ErrorCodes.ServerNotFound);
+            // Refused at once, never queued: the requester hears why now instead of waiting for its timeout.
+            Requests.FailFast(request, sent == MeshSendResult.QueueFull ? ErrorCodes.MeshSendQueueFull : ErrorCodes.ServerNotFound);
         }
     }
 

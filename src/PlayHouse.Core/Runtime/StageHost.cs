@@ -1,5 +1,4 @@
 using System.Runtime.CompilerServices;
-using PlayHouse.Core.Collections;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
 
@@ -18,8 +17,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 {
     private readonly PlayServer _server;
     private readonly Lock? _gate;
-    // Inline in the host (not readonly: a mutable struct); see RingQueue for why not Queue<T>.
-    private RingQueue<StageMessage> _mailbox = new(4);
+    private readonly IStageMailbox _mailbox;
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
@@ -29,7 +27,6 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly List<PendingRequest> _awaitedRequests = [];
     private readonly StageRegistration _registration;
     private IStage? _stage;
-    private int _externalQueued;
     private bool _scheduled;
     private bool _suspended;
     private bool _handlerInProgress;
@@ -56,6 +53,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         StageType = registration.StageType;
         _syncContext = new StageSynchronizationContext(this);
         _onHandlerResumed = OnHandlerResumed;
+        _mailbox = server.Parts.StageMailbox(server.Options);
     }
 
     private enum StageState
@@ -122,6 +120,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     {
         bool schedule;
         int length;
+        int external;
         using (NodeLock.Enter(_gate))
         {
             if (_state == StageState.Closed)
@@ -129,18 +128,15 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 return false;
             }
 
-            if (message.External && _externalQueued >= Options.MailboxCapacityMax)
+            // The mailbox refuses a message from outside at its cap (MailboxCapacityMax); the stage's own completions
+            // always go in, each holding a slot capped where its work started.
+            if (!_mailbox.TryEnqueue(message))
             {
                 return false;
             }
 
-            _mailbox.Enqueue(message);
-            if (message.External)
-            {
-                _externalQueued++;
-            }
-
             length = _mailbox.Count;
+            external = _mailbox.ExternalCount;
             if (length > MailboxHighWater)
             {
                 MailboxHighWater = length;
@@ -150,7 +146,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _scheduled = true;
         }
 
-        _server.Observer.OnMailboxPosted(NodeId, StageId, length);
+        _server.Observer.OnMailboxPosted(NodeId, StageId, length, external);
         if (schedule)
         {
             _server.Executor.Schedule(this);
@@ -319,14 +315,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                         continuation = _continuations.Dequeue();
                         hasContinuation = true;
                     }
-                    else if (!_suspended && _mailbox.Count > 0 && budget > 0)
+                    else if (!_suspended && budget > 0 && _mailbox.TryDequeue(out message))
                     {
-                        _mailbox.Dequeue(out message);
-                        if (message.External)
-                        {
-                            _externalQueued--;
-                        }
-
                         _handlerInProgress = true;
                         hasMessage = true;
                         budget--;
@@ -771,13 +761,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             _state = StageState.Closed;
             orphans = new List<StageMessage>(_mailbox.Count);
-            while (_mailbox.Count > 0)
+            while (_mailbox.TryDequeue(out var orphan))
             {
-                _mailbox.Dequeue(out var orphan);
                 orphans.Add(orphan);
             }
-
-            _externalQueued = 0;
         }
 
         foreach (var timer in _timers.Values.ToList())
@@ -922,9 +909,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         return id;
     }
 
-    /// <summary>Posts a timer tick unless the timer already has the maximum of ticks waiting (then it is coalesced and counted).</summary>
+    /// <summary>Posts a timer tick unless the node's tick admission coalesces it (the timer already has the maximum of
+    /// ticks waiting; then it is counted).</summary>
     internal void PostTick(StageWorkKind kind, ITickSource source)
     {
+        int pendingTicks;
         using (NodeLock.Enter(_gate))
         {
             if (_state == StageState.Closed || !source.IsActive)
@@ -932,15 +921,16 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 return;
             }
 
-            if (source.PendingTicks >= Options.TimerPendingTicksMax)
+            if (!_server.TickAdmission.Admit(source))
             {
                 Counters.AddTimerTickCoalesced();
                 return;
             }
 
-            source.PendingTicks++;
+            pendingTicks = source.PendingTicks;
         }
 
+        _server.Observer.OnTickPosted(NodeId, StageId, pendingTicks);
         Post(new StageMessage { Kind = kind, State = source });
     }
 

@@ -21,7 +21,7 @@ public sealed class CheckerAllocationTests
         {
             for (var i = 0; i < rounds; i++)
             {
-                set.OnMailboxPosted("play-1", 4, 1);
+                set.OnMailboxPosted("play-1", 4, 1, 1);
                 set.OnHandlerEntered("play-1", 4, StageWorkKind.ClientMessage, "Chat");
                 set.Fifo.OnDelivered("play-1", 4, 9, ++senderSeq);
                 set.OnRequestIssued("play-1", ++msgSeq, "api-1", 0, "Lookup");

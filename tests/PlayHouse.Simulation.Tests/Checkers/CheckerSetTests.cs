@@ -69,7 +69,7 @@ public sealed class CheckerSetTests
         set.Queues.WatchMailboxes("play-1", mailboxCapacityMax: 1, internalEntriesAllowance: 0);
         set.OnRequestCompleted("play-1", 5, "api-1", RequestOutcome.Replied, 0);
         set.OnLifecycle("play-1", 2, 9, 0, LifecycleEvent.ActorCreate);
-        set.OnMailboxPosted("play-1", 2, 2);
+        set.OnMailboxPosted("play-1", 2, 2, 0);
         set.OnHandlerExited("play-1", 2);
 
         Assert.Equal(1, set.Requests.ViolationCount);
@@ -145,10 +145,10 @@ public sealed class CheckerSetTests
         var set = new CheckerSet(_clock, new CheckerSetOptions { MailboxInternalEntriesAllowance = 1 });
         set.Watch(play);
         set.Watch(api);
-        set.OnMailboxPosted("play-1", 8, 4);
+        set.OnMailboxPosted("play-1", 8, 4, 3);
         Assert.False(set.HasViolations);
 
-        set.OnMailboxPosted("play-1", 8, 5);
+        set.OnMailboxPosted("play-1", 8, 5, 3);
         _ = pool.Rent(4, "forgotten");
         set.CheckQuiescent();
 

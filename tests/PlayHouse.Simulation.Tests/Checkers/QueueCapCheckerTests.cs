@@ -27,7 +27,7 @@ public sealed class QueueCapCheckerTests
         checker.WatchMailboxes("play-1", mailboxCapacityMax: 4, internalEntriesAllowance: 2);
         for (var length = 1; length <= 7; length++)
         {
-            checker.OnMailboxPosted("play-1", 12, length);
+            checker.OnMailboxPosted("play-1", 12, length, 0);
         }
 
         var violation = Assert.Single(checker.Violations);
@@ -41,11 +41,47 @@ public sealed class QueueCapCheckerTests
         checker.WatchMailboxes("play-1", mailboxCapacityMax: 4, internalEntriesAllowance: 2);
         for (var length = 1; length <= 6; length++)
         {
-            checker.OnMailboxPosted("play-1", 12, length);
+            checker.OnMailboxPosted("play-1", 12, length, Math.Min(length, 4));
         }
 
         Assert.False(checker.HasViolations);
-        Assert.Equal(new QueueHighWater("mailbox play-1/12", 6, 6), Assert.Single(checker.GetHighWaters()));
+        Assert.Equal(
+            [new QueueHighWater("mailbox play-1/12", 6, 6), new QueueHighWater("mailbox play-1/12 from outside", 4, 4)],
+            checker.GetHighWaters());
+    }
+
+    [Fact]
+    public void QueueCap_MessagesFromOutsidePastMailboxCapacity_AreAViolationEvenWithinTheAllowance()
+    {
+        // The allowance is for the stage's own entries: one message from outside past MailboxCapacityMax means the
+        // mailbox queued overload it should have refused, however much room the allowance leaves.
+        var checker = new QueueCapChecker(_clock);
+        checker.WatchMailboxes("play-1", mailboxCapacityMax: 4, internalEntriesAllowance: 1_024);
+        for (var external = 1; external <= 6; external++)
+        {
+            checker.OnMailboxPosted("play-1", 12, external, external);
+        }
+
+        var violation = Assert.Single(checker.Violations);
+        Assert.Equal("mailbox of stage play-1/12 held 5 messages from outside, over MailboxCapacityMax 4: overload was queued instead of refused", violation.Message);
+        Assert.Contains(new QueueHighWater("mailbox play-1/12 from outside", 6, 4), checker.GetHighWaters());
+    }
+
+    [Fact]
+    public void QueueCap_TimerTicksPastTheirCap_ReportOnceWithTheCap()
+    {
+        var checker = new QueueCapChecker(_clock);
+        checker.WatchTimerTicks("play-1", timerPendingTicksMax: 2);
+        checker.OnTickPosted("play-1", 3, 1);
+        checker.OnTickPosted("play-1", 3, 2);
+        Assert.False(checker.HasViolations);
+
+        checker.OnTickPosted("play-1", 3, 3);
+        checker.OnTickPosted("play-1", 3, 4);
+
+        var violation = Assert.Single(checker.Violations);
+        Assert.Equal("a timer of stage play-1/3 had 3 ticks waiting in the mailbox, over TimerPendingTicksMax 2: ticks were queued instead of coalesced", violation.Message);
+        Assert.Equal(new QueueHighWater("ticks per timer of stage play-1/3", 4, 2), Assert.Single(checker.GetHighWaters()));
     }
 
     [Fact]
@@ -53,13 +89,15 @@ public sealed class QueueCapCheckerTests
     {
         var checker = new QueueCapChecker(_clock);
         checker.WatchMailboxes("play-1", 10, 0);
+        checker.WatchTimerTicks("play-1", 1);
         checker.Observe("rtt client 2", 3, 8);
         checker.Observe("mesh play-1>api-1", 1, 100);
         checker.Observe("rtt client 10", 8, 8);
         checker.Observe("rtt client 2", 1, 8);
-        checker.OnMailboxPosted("play-1", 10, 2);
-        checker.OnMailboxPosted("play-1", 9, 1);
-        checker.OnMailboxPosted("api-1", 1, 3);
+        checker.OnMailboxPosted("play-1", 10, 2, 1);
+        checker.OnMailboxPosted("play-1", 9, 1, 1);
+        checker.OnMailboxPosted("api-1", 1, 3, 3);
+        checker.OnTickPosted("play-1", 10, 1);
 
         Assert.False(checker.HasViolations);
         var expected = new QueueHighWater[]
@@ -68,8 +106,12 @@ public sealed class QueueCapCheckerTests
             new("rtt client 10", 8, 8),
             new("rtt client 2", 3, 8),
             new("mailbox api-1/1", 3, int.MaxValue),
+            new("mailbox api-1/1 from outside", 3, int.MaxValue),
             new("mailbox play-1/9", 1, 10),
+            new("mailbox play-1/9 from outside", 1, 10),
             new("mailbox play-1/10", 2, 10),
+            new("mailbox play-1/10 from outside", 1, 10),
+            new("ticks per timer of stage play-1/10", 1, 1),
         };
         Assert.Equal(expected, checker.GetHighWaters());
         Assert.Equal("mailbox api-1/1: high-water 3 (uncapped)", expected[3].ToString());
