@@ -106,7 +106,7 @@ public sealed record SimReport
 
     public bool Passed => ExitCode == RunExitCodes.Pass;
 
-    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall, bool quiescent = true)
+    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall, bool quiescent = true, SimRunner.Runaway runaway = SimRunner.Runaway.None)
     {
         var escapes = cluster?.World.Escapes ?? [];
         var verdicts = checkers?.Verdicts ?? [];
@@ -123,6 +123,17 @@ public sealed record SimReport
         {
             exitCode = RunExitCodes.InvariantViolation;
             failure = $"{safetyFailure.Value.CheckerName}: {safetyFailure.Value.FirstViolationMessage}";
+        }
+        else if (runaway != SimRunner.Runaway.None)
+        {
+            // Judged before the checkers' liveness verdict: a runaway that starved everything else also left clients
+            // without progress, but the budget is what ended the run.
+            exitCode = RunExitCodes.LivenessFailure;
+            var events = cluster?.World.EventsExecuted ?? 0;
+            var now = cluster?.World.Now ?? TimeSpan.Zero;
+            failure = runaway == SimRunner.Runaway.InWorkload
+                ? $"runaway: the run spent its event budget ({events} events, eventsMax={options.EventBudget}{(options.EventsMax == 0 ? ", automatic" : "")}) by virtual time {now} without finishing the workload ({run?.Progress}); something schedules events forever, or the run is longer than the budget (raise it with --set eventsMax=N)"
+                : $"runaway: the run spent its event budget ({events} events, eventsMax={options.EventBudget}{(options.EventsMax == 0 ? ", automatic" : "")}) winding down after the workload ended at {TimeSpan.FromTicks(workloadEndTicks)}, by virtual time {now}; something schedules events forever";
         }
         else if (livenessFailure is not null || timedOut || !quiescent)
         {
