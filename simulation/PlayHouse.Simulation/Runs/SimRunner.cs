@@ -93,7 +93,8 @@ public static class SimRunner
                 throw new InvalidOperationException($"Scenario '{scenario.Name}' did not start.");
             }
 
-            var faults = new FaultApplier(cluster, options, run.OnFault);
+            var ledger = new FaultLedger(cluster.Network.Counters, options);
+            var faults = new FaultApplier(cluster, options, run.OnFault, ledger);
             faults.Schedule(options.Faults);
             if (!options.Faults.IsEmpty)
             {
@@ -146,7 +147,7 @@ public static class SimRunner
                 checkers!.CheckStep();
             }
 
-            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart, quiet, runaway);
+            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart, quiet, runaway, ledger.Realizations());
         }
         catch (Exception ex) when (ex is not OutOfMemoryException)
         {
