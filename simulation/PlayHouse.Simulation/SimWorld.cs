@@ -245,13 +245,25 @@ public sealed class SimWorld
     public void RunFor(TimeSpan span) => RunUntil(NowTicks + span.Ticks);
 
     /// <summary>Runs until no event is left or <paramref name="limitTicks"/> is reached; true when the world went quiet.</summary>
-    public bool RunUntilQuiet(long limitTicks = long.MaxValue)
+    public bool RunUntilQuiet(long limitTicks = long.MaxValue) => RunUntilQuiet(limitTicks, long.MaxValue);
+
+    /// <summary>
+    /// Runs until no event is left, <paramref name="limitTicks"/> is reached or <see cref="EventsExecuted"/> reaches
+    /// <paramref name="eventsExecutedMax"/> (a run's event budget: events that keep coming at one instant never reach a
+    /// time limit); true when the world went quiet.
+    /// </summary>
+    public bool RunUntilQuiet(long limitTicks, long eventsExecutedMax)
     {
         while (_queue.Count > 0)
         {
             if (_queue.PeekTimeTicks() > limitTicks)
             {
                 NowTicks = Math.Max(NowTicks, limitTicks);
+                return false;
+            }
+
+            if (EventsExecuted >= eventsExecutedMax)
+            {
                 return false;
             }
 

@@ -26,6 +26,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private int _clientInFlightMax = 1024;
     private ServerOptions _serverOptions = new();
     private PathOptions _network = new();
+    private Func<SimWorld, Xoshiro256StarStar, PathOptions, SimNetwork> _networkFactory = (world, random, defaults) => new SimNetwork(world, random, defaults);
     private MeshSemantics _meshSemantics = MeshSemantics.Stream;
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
@@ -146,6 +147,17 @@ public sealed class SimClusterBuilder(ulong seed)
         return this;
     }
 
+    /// <summary>
+    /// Builds the network with <paramref name="factory"/> (world, the network's random source, the path defaults set with
+    /// <see cref="WithNetwork(PathOptions)"/>) instead of a standard <see cref="SimNetwork"/>: a deliberately flawed one.
+    /// </summary>
+    public SimClusterBuilder WithNetwork(Func<SimWorld, Xoshiro256StarStar, PathOptions, SimNetwork> factory)
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        _networkFactory = factory;
+        return this;
+    }
+
     public SimClusterBuilder WithMeshSemantics(MeshSemantics semantics)
     {
         _meshSemantics = semantics;
@@ -179,7 +191,7 @@ public sealed class SimClusterBuilder(ulong seed)
     public SimCluster Build()
     {
         var world = new SimWorld(Seed, _worldOptions);
-        var network = new SimNetwork(world, world.CreateRandom(), _network);
+        var network = _networkFactory(world, world.CreateRandom(), _network);
         var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics)
         {
             NodeParts = _nodeParts,

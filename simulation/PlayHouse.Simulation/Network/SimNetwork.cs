@@ -39,6 +39,19 @@ public sealed class NetworkCounters
 
     public long StreamRetransmits { get; internal set; }
 
+    /// <summary>Stream sends that a loss broke the connection for (<see cref="StreamLossMode.Reset"/>).</summary>
+    public long StreamLossResets { get; internal set; }
+
+    /// <summary>
+    /// Stream sends that came to the loss decision (every send but one towards an end that had closed): the
+    /// opportunities for <see cref="StreamRetransmits"/> and <see cref="StreamLossResets"/>, counted whatever the loss
+    /// setting, so that a run can compare the losses it asked for with the ones it got.
+    /// </summary>
+    public long StreamLossOpportunities { get; internal set; }
+
+    /// <summary>Stream sends of more than one byte that came to the split decision: the opportunities for <see cref="StreamSegmentsSplit"/>.</summary>
+    public long StreamSplitOpportunities { get; internal set; }
+
     /// <summary>Queued stream units (chunks, handshakes, closes) whose delivery a clog or partition postponed.</summary>
     public long StreamSegmentsHeld { get; internal set; }
 
@@ -50,10 +63,25 @@ public sealed class NetworkCounters
     /// <summary>Datagram copies lost: by loss, by a partition, or for want of a receiver.</summary>
     public long DatagramsDropped { get; internal set; }
 
+    /// <summary>Datagrams dropped by the loss setting (a part of <see cref="DatagramsDropped"/>).</summary>
+    public long DatagramsLost { get; internal set; }
+
+    /// <summary>Datagrams sent on a path that was not partitioned: the opportunities for <see cref="DatagramsLost"/>.</summary>
+    public long DatagramLossOpportunities { get; internal set; }
+
+    /// <summary>Datagrams that passed partition and loss: the opportunities for <see cref="DatagramsDuplicated"/> and <see cref="DatagramsDelayed"/>.</summary>
+    public long DatagramsAdmitted { get; internal set; }
+
+    /// <summary>Datagrams given an extra delay by the reordering setting (whether or not a later one then overtook them).</summary>
+    public long DatagramsDelayed { get; internal set; }
+
     public long DatagramsDuplicated { get; internal set; }
 
     /// <summary>Datagrams (first copies, not duplicates) that arrived after a datagram sent later on the same path.</summary>
     public long DatagramsReordered { get; internal set; }
+
+    /// <summary>Directed paths cut by a partition (each cut of a healed path once).</summary>
+    public long PathsPartitioned { get; internal set; }
 
     public IReadOnlyList<KeyValuePair<string, long>> Snapshot() =>
     [
@@ -61,20 +89,28 @@ public sealed class NetworkCounters
         new(nameof(ConnectionsClosed), ConnectionsClosed),
         new(nameof(ConnectionsOpened), ConnectionsOpened),
         new(nameof(ConnectionsRefused), ConnectionsRefused),
+        new(nameof(DatagramLossOpportunities), DatagramLossOpportunities),
+        new(nameof(DatagramsAdmitted), DatagramsAdmitted),
+        new(nameof(DatagramsDelayed), DatagramsDelayed),
         new(nameof(DatagramsDelivered), DatagramsDelivered),
         new(nameof(DatagramsDropped), DatagramsDropped),
         new(nameof(DatagramsDuplicated), DatagramsDuplicated),
+        new(nameof(DatagramsLost), DatagramsLost),
         new(nameof(DatagramsReordered), DatagramsReordered),
         new(nameof(DatagramsSent), DatagramsSent),
+        new(nameof(PathsPartitioned), PathsPartitioned),
         new(nameof(StreamBytesDelivered), StreamBytesDelivered),
         new(nameof(StreamBytesDiscarded), StreamBytesDiscarded),
         new(nameof(StreamBytesSent), StreamBytesSent),
+        new(nameof(StreamLossOpportunities), StreamLossOpportunities),
+        new(nameof(StreamLossResets), StreamLossResets),
         new(nameof(StreamRetransmits), StreamRetransmits),
         new(nameof(StreamSegmentsDelivered), StreamSegmentsDelivered),
         new(nameof(StreamSegmentsDiscarded), StreamSegmentsDiscarded),
         new(nameof(StreamSegmentsHeld), StreamSegmentsHeld),
         new(nameof(StreamSegmentsSent), StreamSegmentsSent),
         new(nameof(StreamSegmentsSplit), StreamSegmentsSplit),
+        new(nameof(StreamSplitOpportunities), StreamSplitOpportunities),
         new(nameof(StreamSendsRefused), StreamSendsRefused),
     ];
 }
@@ -92,9 +128,11 @@ public delegate void DatagramHandler(string fromEndpoint, ReadOnlySpan<byte> dat
 /// <remarks>
 /// Each direction of a stream is a FIFO of segments with ready times; one pump event at a time delivers its
 /// head, so order never depends on how the world breaks ties between events at one instant.
-/// Not thread-safe; runs on the simulation thread.
+/// Not thread-safe; runs on the simulation thread. Not sealed only so that a deliberately flawed network (built
+/// through <see cref="Cluster.SimClusterBuilder.WithNetwork(Func{SimWorld, Xoshiro256StarStar, PathOptions, SimNetwork})"/>)
+/// can replace one of its rare steps; nothing on the path of a message is virtual.
 /// </remarks>
-public sealed class SimNetwork
+public class SimNetwork
 {
     private const int InFlightBuffersRetainedMax = 1 << 16;
 
@@ -181,6 +219,13 @@ public sealed class SimNetwork
         ArgumentNullException.ThrowIfNull(options);
         options.Validate();
         Defaults = options;
+        ApplyDefaultsToPaths(options);
+        Trace("net.defaults", 0, 0, options.Latency.ToString());
+    }
+
+    /// <summary>New defaults reach every path that has no options of its own, the ones already in use included.</summary>
+    internal virtual void ApplyDefaultsToPaths(PathOptions options)
+    {
         foreach (var path in _paths.Values)
         {
             if (!path.HasOwnOptions)
@@ -188,8 +233,6 @@ public sealed class SimNetwork
                 path.Options = options;
             }
         }
-
-        Trace("net.defaults", 0, 0, options.Latency.ToString());
     }
 
     /// <summary>Sets the options of one directed path.</summary>
@@ -318,10 +361,12 @@ public sealed class SimNetwork
         }
 
         var arrival = ArrivalTicks(path, options, bytes.Length);
+        Counters.StreamLossOpportunities++;
         if (options.LossProbability > 0 && _random.NextBool(options.LossProbability))
         {
             if (options.StreamLoss == StreamLossMode.Reset)
             {
+                Counters.StreamLossResets++;
                 Trace("net.loss-reset", from.ConnectionId, bytes.Length, null);
                 CountDiscarded(from, bytes.Length, endsSend: true);
                 from.Reset("segment lost");
@@ -336,6 +381,11 @@ public sealed class SimNetwork
 
         direction.QueuedBytes += bytes.Length;
         Trace(SendKind, from.ConnectionId, bytes.Length);
+
+        if (bytes.Length > 1)
+        {
+            Counters.StreamSplitOpportunities++;
+        }
 
         var chunks = bytes.Length > 1 && options.SplitProbability > 0 && _random.NextBool(options.SplitProbability) ? 2 + _random.NextInt(2) : 1;
         if (chunks > 1)
@@ -425,16 +475,28 @@ public sealed class SimNetwork
         var path = Path(fromEndpoint, toEndpoint);
         var seq = ++path.DatagramSeq;
         Counters.DatagramsSent++;
+        if (!path.Partitioned)
+        {
+            Counters.DatagramLossOpportunities++;
+        }
+
         if (path.Partitioned || (path.Options.LossProbability > 0 && _random.NextBool(path.Options.LossProbability)))
         {
             Counters.DatagramsDropped++;
+            if (!path.Partitioned)
+            {
+                Counters.DatagramsLost++;
+            }
+
             Trace("net.dgram-drop", seq, datagram.Length, $"{fromEndpoint}->{toEndpoint}");
             return;
         }
 
+        Counters.DatagramsAdmitted++;
         var arrival = ArrivalTicks(path, datagram.Length);
         if (path.Options.ReorderProbability > 0 && _random.NextBool(path.Options.ReorderProbability))
         {
+            Counters.DatagramsDelayed++;
             arrival += 1 + _random.NextLong(0, Math.Max(1, path.Options.ReorderDelayMax.Ticks));
             Trace("net.dgram-delay", seq, datagram.Length, $"{fromEndpoint}->{toEndpoint}");
         }
@@ -728,6 +790,7 @@ public sealed class SimNetwork
         if (partitioned)
         {
             path.PartitionEpoch++;
+            Counters.PathsPartitioned++;
 
             // Directions already held by a clog are now stuck behind a partition too.
             foreach (var direction in path.Blocked)

@@ -15,12 +15,23 @@ public sealed class FaultApplier
     private readonly SimCluster _cluster;
     private readonly SimOptions _options;
     private readonly Action<FaultStep> _onScenarioStep;
+    private readonly FaultLedger? _ledger;
 
     public FaultApplier(SimCluster cluster, SimOptions options, Action<FaultStep> onScenarioStep)
+        : this(cluster, options, onScenarioStep, ledger: null)
+    {
+    }
+
+    /// <param name="cluster">The cluster the steps act on.</param>
+    /// <param name="options">The run's options (the loss a burst returns to, the latency a change scales).</param>
+    /// <param name="onScenarioStep">Hears of client and node steps that changed something.</param>
+    /// <param name="ledger">Hears of each loss change before it is made and of each step's effect after it, or null.</param>
+    public FaultApplier(SimCluster cluster, SimOptions options, Action<FaultStep> onScenarioStep, FaultLedger? ledger)
     {
         _cluster = cluster;
         _options = options;
         _onScenarioStep = onScenarioStep;
+        _ledger = ledger;
     }
 
     /// <summary>Steps applied so far, in order.</summary>
@@ -54,14 +65,21 @@ public sealed class FaultApplier
                 network.SetDefaults(network.Defaults with { Latency = Scale(step.Value) });
                 break;
             case FaultKind.LossBurst:
-                network.SetDefaults(network.Defaults with { LossProbability = ending ? _options.LossPercent / 100 : Math.Clamp(step.Value / 100, 0, 1) });
+                var loss = ending ? _options.LossPercent / 100 : Math.Clamp(step.Value / 100, 0, 1);
+
+                // The ledger hears first, so every send before this instant counts at the old rate and every one after at the new.
+                _ledger?.LossRequested(loss);
+                network.SetDefaults(network.Defaults with { LossProbability = loss });
                 break;
             case FaultKind.Partition:
-                foreach (var (a, b) in Pairs(step))
+                var pairs = Pairs(step).ToList();
+                foreach (var (a, b) in pairs)
                 {
                     _cluster.Partition(a, b);
                 }
 
+                // Both directions of every pair must now be cut.
+                _ledger?.Partitioned(2 * pairs.Count, pairs.Sum(p => (IsCut(p.A, p.B) ? 1 : 0) + (IsCut(p.B, p.A) ? 1 : 0)));
                 break;
             case FaultKind.Heal:
                 _cluster.Heal();
@@ -85,11 +103,13 @@ public sealed class FaultApplier
             case FaultKind.Crash:
                 // The scenario hears only of steps that changed something: a crash of a node already down, or a
                 // restart of one already up, must not make it rebuild twice.
+                var wasUp = HasNode(step.Target) && _cluster.Node(step.Target).IsUp;
                 if (HasNode(step.Target) && _cluster.Crash(step.Target))
                 {
                     _onScenarioStep(step);
                 }
 
+                _ledger?.Crashed(wasUp ? 1 : 0, wasUp && !_cluster.Node(step.Target).IsUp ? 1 : 0);
                 break;
             case FaultKind.Restart:
                 if (HasNode(step.Target) && _cluster.Restart(step.Target))
@@ -99,11 +119,13 @@ public sealed class FaultApplier
 
                 break;
             case FaultKind.Disconnect:
+                var connected = Clients(step.Target).Where(c => c.IsConnected).ToList();
                 foreach (var client in Clients(step.Target))
                 {
                     _cluster.Disconnect(client);
                 }
 
+                _ledger?.Disconnected(connected.Count, connected.Count(c => !c.IsConnected));
                 _onScenarioStep(step);
                 break;
             case FaultKind.Reconnect:
@@ -133,6 +155,8 @@ public sealed class FaultApplier
     }
 
     private bool HasNode(string nodeId) => _cluster.Nodes.Any(n => n.NodeId == nodeId);
+
+    private bool IsCut(string from, string to) => _cluster.Network.IsPartitioned(SimMeshTransport.EndpointOf(from), SimMeshTransport.EndpointOf(to));
 
     /// <summary>Node pairs of a partition or clog step; an empty Other means the target against every other node.</summary>
     private IEnumerable<(string A, string B)> Pairs(FaultStep step)

@@ -82,6 +82,33 @@ public sealed record SimOptions
     /// <summary>A run that has not finished by this virtual time fails the liveness check.</summary>
     public int VirtualTimeLimitMs { get; init; } = 600_000;
 
+    /// <summary>
+    /// The run's event budget, workload and wind-down together, or 0 (the default) for <see cref="EventBudget"/>'s
+    /// automatic one. A run that has executed that many events without finishing is a runaway (something schedules
+    /// events forever, possibly without virtual time moving, which no virtual time limit catches) and fails for
+    /// liveness with its seed and replay line.
+    /// </summary>
+    public long EventsMax { get; init; }
+
+    /// <summary>The automatic budget's allowance for the run as a whole (connections, timers, faults, wind-down).</summary>
+    public const long EventBudgetBase = 10_000_000;
+
+    /// <summary>
+    /// The automatic budget's allowance per request or send the workload issues: a round trip takes some 6 to 10 events,
+    /// a broadcast to a thousand members some 4,000, retransmits and timeouts a few more.
+    /// </summary>
+    public const long EventBudgetPerRequest = 10_000;
+
+    /// <summary>
+    /// The event budget in force: <see cref="EventsMax"/> when set, else <see cref="EventBudgetBase"/> plus
+    /// <see cref="EventBudgetPerRequest"/> per request the workload issues (clients x (requests + warm-up)), so a
+    /// big run is never cut short by a default while a stuck small one fails within seconds (15 million events at the
+    /// test defaults).
+    /// </summary>
+    public long EventBudget => EventsMax > 0
+        ? EventsMax
+        : EventBudgetBase + (long)Math.Min(long.MaxValue / 2, (double)EventBudgetPerRequest * Clients * ((double)RequestsPerClient + WarmUpPerClient));
+
     public FaultPlan Faults { get; init; } = FaultPlan.None;
 
     /// <summary>
@@ -190,22 +217,13 @@ public sealed record SimOptions
         return new FaultPlan([.. steps.OrderBy(s => s.At)]);
     }
 
-    /// <summary>Every option as key=value, in declaration order.</summary>
-    public IEnumerable<KeyValuePair<string, string>> ToKeyValues()
-    {
-        foreach (var property in OptionProperties)
-        {
-            var value = Format(property.GetValue(this));
+    /// <summary>Every option as key=value, in declaration order; the flaws only when there are any.</summary>
+    public IEnumerable<KeyValuePair<string, string>> ToKeyValues() =>
+        AllKeyValues().Where(kv => !(kv.Key == "flaws" && kv.Value.Length == 0));
 
-            // A correct run's banner keeps the shape it always had; only a flawed run names its flaws.
-            if (property.Name == nameof(Flaws) && value.Length == 0)
-            {
-                continue;
-            }
-
-            yield return new(Key(property), value);
-        }
-    }
+    /// <summary>Every option as key=value, in declaration order, the flaws included when there are none.</summary>
+    private IEnumerable<KeyValuePair<string, string>> AllKeyValues() =>
+        OptionProperties.Select(p => new KeyValuePair<string, string>(Key(p), Format(p.GetValue(this))));
 
     /// <summary>The first line of every run: the seed and every option.</summary>
     public string ToBanner(ulong seed) =>
@@ -218,11 +236,11 @@ public sealed record SimOptions
     public string ToArguments(ulong seed, SimOptions baseline)
     {
         ArgumentNullException.ThrowIfNull(baseline);
-        var defaults = baseline.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
+        var defaults = baseline.AllKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value, StringComparer.Ordinal);
         var text = new System.Text.StringBuilder()
             .Append("--scenario ").Append(Scenario)
             .Append(" --seed ").Append(seed.ToString(CultureInfo.InvariantCulture));
-        foreach (var (key, value) in ToKeyValues())
+        foreach (var (key, value) in AllKeyValues())
         {
             if (key == "flaws")
             {
@@ -286,6 +304,7 @@ public sealed record SimOptions
         Require(LossPercent is >= 0 and <= 100 && DuplicatePercent is >= 0 and <= 100 && ReorderPercent is >= 0 and <= 100 && SplitPercent is >= 0 and <= 100, "percentages must be within 0..100");
         Require(MailboxCapacity > 0, "mailboxCapacity must be positive");
         Require(VirtualTimeLimitMs > 0 && LivenessWindowMs > 0, "time limits must be positive");
+        Require(EventsMax >= 0, "eventsMax must not be negative (0 = automatic)");
     }
 
     private static readonly PropertyInfo[] OptionProperties = typeof(SimOptions)

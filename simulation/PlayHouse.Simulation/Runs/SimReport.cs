@@ -99,6 +99,15 @@ public sealed record SimReport
 
     public IReadOnlyList<string> Escapes { get; init; } = [];
 
+    /// <summary>Each kind of fault the run asked for against what was injected (<see cref="FaultLedger"/>); empty when the run crashed early.</summary>
+    public IReadOnlyList<FaultRealization> Faults { get; init; } = [];
+
+    /// <summary>
+    /// Whether every fault the run asked for was realized. A verdict on the test bed, not on the system under test, so
+    /// it is not among the checkers' <see cref="Verdicts"/> (which real-socket runs share); a run that fails it crashes.
+    /// </summary>
+    public bool FaultsRealized => Faults.All(f => f.Passed);
+
     public required string TraceHash { get; init; }
 
     /// <summary>When the first violation was recorded (virtual time), or null when none was; explanations end their trace there.</summary>
@@ -106,9 +115,11 @@ public sealed record SimReport
 
     public bool Passed => ExitCode == RunExitCodes.Pass;
 
-    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall, bool quiescent = true)
+    internal static SimReport Create(IScenario scenario, ulong seed, SimOptions options, SimCluster? cluster, CheckerSet? checkers, LatencyHistogram rtt, IScenarioRun? run, long workloadEndTicks, bool timedOut, string? crash, TimeSpan? wall, bool quiescent = true, SimRunner.Runaway runaway = SimRunner.Runaway.None, IReadOnlyList<FaultRealization>? faults = null)
     {
         var escapes = cluster?.World.Escapes ?? [];
+        faults ??= [];
+        var unrealized = faults.Where(f => !f.Passed).ToList();
         var verdicts = checkers?.Verdicts ?? [];
         CheckerVerdict? safetyFailure = verdicts.Where(v => !v.Passed && v.CheckerName != LivenessChecker.CheckerName).Select(v => (CheckerVerdict?)v).FirstOrDefault();
         CheckerVerdict? livenessFailure = verdicts.Where(v => !v.Passed && v.CheckerName == LivenessChecker.CheckerName).Select(v => (CheckerVerdict?)v).FirstOrDefault();
@@ -119,10 +130,28 @@ public sealed record SimReport
             exitCode = RunExitCodes.Crash;
             failure = crash ?? escapes[0];
         }
+        else if (unrealized.Count > 0)
+        {
+            // The test bed did not do what the run asked of it, so nothing else the run found (or did not find) counts:
+            // the run itself broke.
+            exitCode = RunExitCodes.Crash;
+            failure = $"faults-realized: {Describe(unrealized[0])}";
+        }
         else if (safetyFailure is not null)
         {
             exitCode = RunExitCodes.InvariantViolation;
             failure = $"{safetyFailure.Value.CheckerName}: {safetyFailure.Value.FirstViolationMessage}";
+        }
+        else if (runaway != SimRunner.Runaway.None)
+        {
+            // Judged before the checkers' liveness verdict: a runaway that starved everything else also left clients
+            // without progress, but the budget is what ended the run.
+            exitCode = RunExitCodes.LivenessFailure;
+            var events = cluster?.World.EventsExecuted ?? 0;
+            var now = cluster?.World.Now ?? TimeSpan.Zero;
+            failure = runaway == SimRunner.Runaway.InWorkload
+                ? $"runaway: the run spent its event budget ({events} events, eventsMax={options.EventBudget}{(options.EventsMax == 0 ? ", automatic" : "")}) by virtual time {now} without finishing the workload ({run?.Progress}); something schedules events forever, or the run is longer than the budget (raise it with --set eventsMax=N)"
+                : $"runaway: the run spent its event budget ({events} events, eventsMax={options.EventBudget}{(options.EventsMax == 0 ? ", automatic" : "")}) winding down after the workload ended at {TimeSpan.FromTicks(workloadEndTicks)}, by virtual time {now}; something schedules events forever";
         }
         else if (livenessFailure is not null || timedOut || !quiescent)
         {
@@ -181,9 +210,12 @@ public sealed record SimReport
             ScenarioMetrics = run?.Metrics ?? [],
             Verdicts = verdicts,
             Escapes = [.. escapes],
+            Faults = faults,
             TraceHash = cluster?.World.Trace.HashHex ?? "none",
         };
     }
+
+    private static string Describe(FaultRealization fault) => $"{fault.Kind} {fault}: the test bed did not inject the faults this run asked for";
 
     /// <summary>The report as plain key=value lines, ending with the trace hash and, on failure, the replay command.</summary>
     public string ToText(string replayCommandPrefix)
@@ -222,6 +254,16 @@ public sealed record SimReport
         foreach (var (key, value) in Network.Where(kv => kv.Value != 0))
         {
             Line("net." + key, value);
+        }
+
+        foreach (var fault in Faults.Where(f => f.Relevant))
+        {
+            Line("fault." + fault.Kind, $"{fault}{(fault.Passed ? string.Empty : " UNREALIZED")}");
+        }
+
+        if (Faults.Count > 0)
+        {
+            Line("faults-realized", FaultsRealized ? "pass" : $"FAIL ({Faults.Count(f => !f.Passed)}): {string.Join(", ", Faults.Where(f => !f.Passed).Select(f => f.Kind))}");
         }
 
         foreach (var (key, value) in ServerCounters)
@@ -277,6 +319,8 @@ public sealed record SimReport
             ScenarioMetrics = ScenarioMetrics.ToDictionary(kv => kv.Key, kv => kv.Value),
             Verdicts = Verdicts.Select(v => new { v.CheckerName, v.Passed, v.ViolationCount, v.FirstViolationMessage }),
             Escapes,
+            Faults = Faults.Where(f => f.Relevant).Select(f => new { f.Kind, f.IsRandom, f.Opportunities, f.Expected, f.StandardDeviation, f.Requested, f.Realized, f.Passed }),
+            FaultsRealized,
             TraceHash,
             Options = Options.ToKeyValues().ToDictionary(kv => kv.Key, kv => kv.Value),
             ReplayArguments,

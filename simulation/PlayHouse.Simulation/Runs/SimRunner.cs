@@ -54,6 +54,7 @@ public static class SimRunner
         IScenarioRun? run = null;
         string? crash = null;
         var timedOut = false;
+        var eventsMax = options.EventBudget;
         try
         {
             var builder = new SimClusterBuilder(seed)
@@ -62,7 +63,9 @@ public static class SimRunner
                 .WithClients(options.Clients, inFlightMax: Math.Min(ushort.MaxValue - 1, options.InFlight + 1))
                 .WithNetwork(options.ToPathOptions())
                 .WithMeshSemantics(options.Mesh)
-                .WithWorldOptions(new SimWorldOptions { ExploreSchedules = options.ExploreSchedules })
+                // The world's own livelock limit is the run's budget: the runner stops at the budget first and reports a
+                // liveness failure, so the world's exception stays a backstop for anything that steps it elsewhere.
+                .WithWorldOptions(new SimWorldOptions { ExploreSchedules = options.ExploreSchedules, EventsMax = eventsMax })
                 .WithObserver(c =>
                 {
                     checkers = new CheckerSet(c.World.Time, new CheckerSetOptions { LivenessWindow = TimeSpan.FromMilliseconds(options.LivenessWindowMs), SingleThreaded = true }, c.World.Trace);
@@ -90,7 +93,8 @@ public static class SimRunner
                 throw new InvalidOperationException($"Scenario '{scenario.Name}' did not start.");
             }
 
-            var faults = new FaultApplier(cluster, options, run.OnFault);
+            var ledger = new FaultLedger(cluster.Network.Counters, options);
+            var faults = new FaultApplier(cluster, options, run.OnFault, ledger);
             faults.Schedule(options.Faults);
             if (!options.Faults.IsEmpty)
             {
@@ -104,7 +108,7 @@ public static class SimRunner
             SynchronizationContext.SetSynchronizationContext(world.SynchronizationContext);
             try
             {
-                timedOut = StepUntilDone(world, run, checkers!, limitTicks, settings);
+                timedOut = StepUntilDone(world, run, checkers!, limitTicks, eventsMax, settings);
             }
             finally
             {
@@ -112,10 +116,17 @@ public static class SimRunner
             }
 
             var workloadEndTicks = world.NowTicks;
+            var runaway = !run.IsDone && world.EventsExecuted >= eventsMax ? Runaway.InWorkload : Runaway.None;
             run.Finish();
 
-            // Wind down: let every close, timeout and in-flight byte play out, then check the quiet world.
-            var quiet = world.RunUntilQuiet(world.NowTicks + TimeSpan.FromMinutes(10).Ticks);
+            // Wind down: let every close, timeout and in-flight byte play out, then check the quiet world. The event
+            // budget holds here too: a loop that starts only once the workload is done would otherwise spin forever.
+            var quiet = world.RunUntilQuiet(world.NowTicks + TimeSpan.FromMinutes(10).Ticks, eventsMax);
+            if (!quiet && runaway == Runaway.None && world.EventsExecuted >= eventsMax)
+            {
+                runaway = Runaway.InWindDown;
+            }
+
             foreach (var (name, pool) in cluster.LivePools())
             {
                 checkers!.Pools.Add("pool of " + name, pool);
@@ -136,7 +147,7 @@ public static class SimRunner
                 checkers!.CheckStep();
             }
 
-            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart, quiet);
+            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart, quiet, runaway, ledger.Realizations());
         }
         catch (Exception ex) when (ex is not OutOfMemoryException)
         {
@@ -151,11 +162,11 @@ public static class SimRunner
     }
 
     /// <summary>
-    /// Steps the world until the workload is done, a checker records a violation, nothing is left to happen or the
-    /// virtual time limit passes; true for the last two (the run timed out). A method of its own, so that what the
-    /// loop reads per event lives in registers, not in the closure the run's lambdas share.
+    /// Steps the world until the workload is done, a checker records a violation, nothing is left to happen, the
+    /// virtual time limit passes or the event budget is spent; true for the last three (the run timed out). A method of
+    /// its own, so that what the loop reads per event lives in registers, not in the closure the run's lambdas share.
     /// </summary>
-    private static bool StepUntilDone(SimWorld world, IScenarioRun run, CheckerSet checkers, long limitTicks, RunSettings settings)
+    private static bool StepUntilDone(SimWorld world, IScenarioRun run, CheckerSet checkers, long limitTicks, long eventsMax, RunSettings settings)
     {
         var sinceCheck = 0;
         var checkEveryEvents = settings.CheckEveryEvents;
@@ -168,7 +179,9 @@ public static class SimRunner
         var countdown = progress is not null && progressEvents > 0 ? progressEvents - (world.EventsExecuted % progressEvents) : long.MaxValue;
         while (!run.IsDone)
         {
-            if (world.NowTicks > limitTicks)
+            // The budget is checked here, outside the world, before the step that would exceed it: the world's own
+            // livelock exception never fires in a run, and the run ends as a liveness failure with its replay line.
+            if (world.NowTicks > limitTicks || world.EventsExecuted >= eventsMax)
             {
                 return true;
             }
@@ -200,6 +213,18 @@ public static class SimRunner
         }
 
         return false;
+    }
+
+    /// <summary>Whether a run spent its event budget, and in which phase.</summary>
+    internal enum Runaway
+    {
+        None,
+
+        /// <summary>Before the workload was done.</summary>
+        InWorkload,
+
+        /// <summary>While winding down after the workload.</summary>
+        InWindDown,
     }
 
     private sealed class Callback(Action action) : IThreadPoolWorkItem
