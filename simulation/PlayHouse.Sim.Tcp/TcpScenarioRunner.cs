@@ -261,7 +261,7 @@ public static class TcpScenarioRunner
                 {
                     DefaultStageType = shape.CreateStagesOnJoin ? WorkloadScenario.StageType : null,
                     MailboxCapacityMax = options.MailboxCapacity,
-                    RequestTimeout = TimeSpan.FromMilliseconds(options.RequestTimeoutMs),
+                    RequestTimeout = TimeSpan.FromMilliseconds(Math.Max(options.RequestTimeoutMs, shape.ServerTimeoutMsMin)),
                 })
                 .WithStage(WorkloadScenario.StageType, link => new RegistryGuardedStage(new WorkloadStage(link, stageOptions), registryGate), link => new WorkloadActor(link, Interlocked.Increment(ref lastActorInstance), workload.Lifecycle))
                 .WithApiHandlers(api => api.Handle(WorkloadMsgIds.ApiEcho, (link, packet) =>
@@ -502,7 +502,7 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false)
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, double ServerTimeoutMsMin = 0)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
@@ -511,6 +511,7 @@ public static class TcpScenarioRunner
             BroadcastScenario => new("broadcast", WorkloadMsgIds.Broadcast, WorkloadMode.Send),
             StageToStageScenario => new("stage-to-stage", WorkloadMsgIds.Relay, RelayToBackend: true),
             ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
+            ApiCallScenario => new("api-call", WorkloadMsgIds.ApiCall, ServerTimeoutMsMin: ApiCallScenario.ServerTimeout.TotalMilliseconds),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
             _ => null,
