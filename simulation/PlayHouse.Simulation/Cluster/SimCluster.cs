@@ -30,6 +30,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
     private NodeParts _nodeParts = NodeParts.Standard;
+    private IUnmatchedReplyPolicy? _clientReplyPolicy;
 
     public ulong Seed { get; } = seed;
 
@@ -109,11 +110,18 @@ public sealed class SimClusterBuilder(ulong seed)
     /// <summary>The node parts set so far, so that several variants can be combined (<c>builder.NodeParts with { ... }</c>).</summary>
     public NodeParts NodeParts => _nodeParts;
 
+    /// <summary>What every client does with a reply that answers no pending request; null keeps the standard (count and drop).</summary>
+    public SimClusterBuilder WithClientReplyPolicy(IUnmatchedReplyPolicy? policy)
+    {
+        _clientReplyPolicy = policy;
+        return this;
+    }
+
     public SimCluster Build()
     {
         var world = new SimWorld(Seed, _worldOptions);
         var network = new SimNetwork(world, world.CreateRandom(), _network);
-        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts };
+        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts, ClientReplyPolicy = _clientReplyPolicy };
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
         {
@@ -238,6 +246,25 @@ public sealed class SimCluster : IDisposable
     /// <summary>The components every node is built from (set by <see cref="SimClusterBuilder.WithNodeParts"/>).</summary>
     public NodeParts NodeParts { get; internal init; } = NodeParts.Standard;
 
+    /// <summary>What every simulated client does with a reply that answers no pending request (null: count and drop it).</summary>
+    public IUnmatchedReplyPolicy? ClientReplyPolicy { get; internal init; }
+
+    /// <summary>Hears every message of the simulated mesh, on every node and every later incarnation; null hears none.</summary>
+    public IMeshTrafficObserver? MeshTraffic
+    {
+        get => _meshTraffic;
+        set
+        {
+            _meshTraffic = value;
+            foreach (var node in _nodes)
+            {
+                node.Mesh.Traffic = value;
+            }
+        }
+    }
+
+    private IMeshTrafficObserver? _meshTraffic;
+
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
     /// <summary>Pools whose ledgers must be empty at quiescence: live nodes, clients, and the network's in-flight buffers.</summary>
@@ -343,7 +370,7 @@ public sealed class SimCluster : IDisposable
         // Each client draws its seed in order even if it does not use randomness yet, so adding randomness to
         // clients later does not shift the seeds of everything drawn after them.
         _ = World.NextChildSeed();
-        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax));
+        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax) { UnmatchedReplies = ClientReplyPolicy });
     }
 
     private void Start(SimNode node)
@@ -377,7 +404,7 @@ public sealed class SimCluster : IDisposable
             node.Server = api;
         }
 
-        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics);
+        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics) { Traffic = _meshTraffic };
         node.Server.Mesh = node.Mesh;
         node.IsUp = true;
     }
