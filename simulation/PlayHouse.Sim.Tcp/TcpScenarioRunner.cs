@@ -250,6 +250,8 @@ public static class TcpScenarioRunner
                 TimerCount = shape.Timers ? TimerCount : 0,
                 TimerPeriodMs = TimerPeriodMs,
                 GameLoopStepMs = shape.Timers ? GameLoopStepMs : 0,
+                PeerNodeIds = shape.Peers ? [.. Enumerable.Range(1, options.PlayServers).Select(i => $"play-{i}")] : [],
+                PeerStageCount = options.Stages,
             };
             var transportOptions = new TcpTransportOptions();
             cluster = new TcpClusterBuilder()
@@ -261,7 +263,7 @@ public static class TcpScenarioRunner
                 {
                     DefaultStageType = shape.CreateStagesOnJoin ? WorkloadScenario.StageType : null,
                     MailboxCapacityMax = options.MailboxCapacity,
-                    RequestTimeout = TimeSpan.FromMilliseconds(options.RequestTimeoutMs),
+                    RequestTimeout = TimeSpan.FromMilliseconds(Math.Max(options.RequestTimeoutMs, shape.ServerTimeoutMsMin)),
                 })
                 .WithStage(WorkloadScenario.StageType, link => new RegistryGuardedStage(new WorkloadStage(link, stageOptions), registryGate), link => new WorkloadActor(link, Interlocked.Increment(ref lastActorInstance), workload.Lifecycle))
                 .WithApiHandlers(api => api.Handle(WorkloadMsgIds.ApiEcho, (link, packet) =>
@@ -427,6 +429,22 @@ public static class TcpScenarioRunner
             }
         }
 
+        if (shape.Peers)
+        {
+            // Every stage id exists on every play server, so a request may go to a stage's twin on the next server.
+            foreach (var node in cluster.PlayServers)
+            {
+                for (var stageId = 1L; stageId <= options.Stages; stageId++)
+                {
+                    using var response = await node.Play!.CreateStage(WorkloadScenario.StageType, stageId, "CreatePeer", Payload.Empty).ConfigureAwait(false);
+                    if (!response.IsSuccess)
+                    {
+                        checker.Fail($"creating peer stage {stageId} on {node.NodeId} failed: {ErrorCodes.Describe(response.ErrorCode)}");
+                    }
+                }
+            }
+        }
+
         if (!shape.CreateStagesOnJoin)
         {
             var api = cluster.ApiServers.FirstOrDefault()?.Api
@@ -502,7 +520,7 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false)
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, double ServerTimeoutMsMin = 0, bool Peers = false)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
@@ -511,6 +529,8 @@ public static class TcpScenarioRunner
             BroadcastScenario => new("broadcast", WorkloadMsgIds.Broadcast, WorkloadMode.Send),
             StageToStageScenario => new("stage-to-stage", WorkloadMsgIds.Relay, RelayToBackend: true),
             ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
+            ApiCallScenario => new("api-call", WorkloadMsgIds.ApiCall, ServerTimeoutMsMin: ApiCallScenario.ServerTimeout.TotalMilliseconds),
+            StagePeersScenario => new("stage-peers", WorkloadMsgIds.PeerRelay, Peers: true),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
             _ => null,

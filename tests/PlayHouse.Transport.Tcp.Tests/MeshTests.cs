@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Time.Testing;
 using System.Buffers.Binary;
 using System.Collections.Concurrent;
 using System.Net;
@@ -63,7 +64,7 @@ public sealed class MeshTests
         // A frame larger than the send queue's cap can never be queued: the transport refuses it (before connecting),
         // and the node fails the request at once instead of letting it wait for its timeout.
         var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
-        using var api = new ApiServer("api-1", new NodeSeams(new ManualTimeProvider(), new ManualExecutor(), new Xoshiro256StarStar(1), pool));
+        using var api = new ApiServer("api-1", new NodeSeams(new FakeTimeProvider(), new ManualExecutor(), new Xoshiro256StarStar(1), pool));
         using var mesh = new TcpMeshTransport(api, new TcpMeshOptions { SendQueueBytesMax = 1024 });
         mesh.AddPeer("api-2", new IPEndPoint(IPAddress.Loopback, 9));
         api.Mesh = mesh;

@@ -6,8 +6,9 @@ namespace PlayHouse.Simulation.Checkers;
 
 /// <summary>
 /// Every request completes exactly once, and with its own reply (B1, B8, B10, B12).
-/// Node side (observer hooks, keyed by node and msg seq): a completion without an issue, a second completion,
-/// and (at quiescence) an issued request that never completed are violations. Client side (called by simulated
+/// Node side (observer hooks, keyed by node and msg seq): an id issued while a request holding it is still pending,
+/// a completion without an issue, a second completion, and (at quiescence) an issued request that never completed
+/// are violations. Client side (called by simulated
 /// clients, keyed by client and request key): a key reused while outstanding, a completion of a request never
 /// sent, a second completion, a reply carrying another request's nonce (mis-paired), and (at quiescence) a
 /// request never completed are violations.
@@ -134,9 +135,13 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         {
             _issued++;
             var ledger = LedgerOf(nodeId);
-            if (ledger.Pending.ContainsKey(msgSeq) || ledger.IsCompleted(msgSeq))
+            if (ledger.Pending.TryGetValue(msgSeq, out var holder))
             {
-                Log.Record($"node {nodeId}: request #{msgSeq} ('{msgId}' to {targetNodeId}/{targetStageId}) was issued twice; a request id must never be reused");
+                // Two requests in flight under one id: whichever the table holds, a reply to either completes it, and
+                // the other is completed by a reply (or a timeout) that is not its own (B8). An id that comes back after
+                // its request completed is no hazard by itself; what it may still meet (a late reply) is judged where
+                // the reply lands, by its nonce.
+                ReportIssuedWhilePending(nodeId, msgSeq, msgId, targetNodeId, targetStageId, holder);
                 return;
             }
 
@@ -144,6 +149,10 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
             ledger.Pending.Add(msgSeq, new IssuedRequest(targetNodeId, targetStageId, msgId, Context.NowTicks));
         }
     }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReportIssuedWhilePending(string nodeId, ulong msgSeq, string msgId, string targetNodeId, long targetStageId, in IssuedRequest holder) =>
+        Log.Record($"node {nodeId}: request #{msgSeq} ('{msgId}' to {targetNodeId}/{targetStageId}) was issued twice: request #{msgSeq} ('{holder.MsgId}' to {holder.TargetNodeId}/{holder.TargetStageId}, issued at {TimeSpan.FromTicks(holder.IssuedAtTicks):c}) still holds the id, so a reply to either completes whichever the table holds");
 
     public override void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode)
     {
@@ -711,6 +720,12 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
         public void NoteCompleted(ulong msgSeq)
         {
+            if (msgSeq > _prefixStart && msgSeq <= _completedPrefix)
+            {
+                // An id issued again after its first request completed (a wrapped id space): the prefix holds it already.
+                return;
+            }
+
             if (msgSeq != _completedPrefix + 1)
             {
                 _completedAbovePrefix.Add(msgSeq);

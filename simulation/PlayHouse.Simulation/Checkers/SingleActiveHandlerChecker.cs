@@ -48,6 +48,15 @@ public sealed class SingleActiveHandlerChecker : RuntimeInvariantChecker, INodeC
     /// <summary>Handler entries seen (turns and resumed continuations).</summary>
     public long Entries => Interlocked.Read(ref _entries);
 
+    /// <summary>True while a handler of the stage runs: inside one of its turns (a message or a resumed continuation).</summary>
+    public bool IsActive(string nodeId, long stageId)
+    {
+        using (Context.Enter(_gate))
+        {
+            return _stages.Find(nodeId, stageId) is { Active: > 0 };
+        }
+    }
+
     /// <summary>Per-stage high-water marks, ordered by node id (ordinal) then stage id.</summary>
     public IReadOnlyList<StageHandlerHighWater> GetHighWaters()
     {

@@ -11,6 +11,15 @@ public readonly record struct ClientReply(ushort MsgSeq, string MsgId, ushort Er
     public bool IsSuccess => !TimedOut && ErrorCode == ErrorCodes.Success;
 }
 
+/// <summary>
+/// What a simulated client does with a reply frame whose sequence is not pending (its request timed out, was never
+/// sent, or was answered already). The standard client needs none: it counts the reply and drops it.
+/// </summary>
+public interface IUnmatchedReplyPolicy
+{
+    void OnUnmatchedReply(SimClient client, in ServerFrame frame);
+}
+
 /// <summary>Counters of one simulated client.</summary>
 public sealed class SimClientStatistics
 {
@@ -145,6 +154,9 @@ public sealed class SimClient : IDisposable, IStreamReceiver
 
     /// <summary>Called when the connection closes or breaks.</summary>
     public Action<SimClient, string>? Disconnected { get; set; }
+
+    /// <summary>Handles replies whose request is not pending; null (standard) counts them and drops them.</summary>
+    public IUnmatchedReplyPolicy? UnmatchedReplies { get; init; }
 
     /// <summary>Opens a connection to a play server's client endpoint.</summary>
     public void Connect(string serverEndpoint)
@@ -376,6 +388,7 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         if (!_slotBySeq.Remove(frame.MsgSeq, out var slot))
         {
             Statistics.LateOrUnknownReplies++;
+            UnmatchedReplies?.OnUnmatchedReply(this, frame);
             return;
         }
 

@@ -37,6 +37,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private int? _meshSendQueueBytesMax;
     private ClientReadOptions _clientReading = new();
     private Func<int, IClientPacketQueue>? _clientPacketQueues;
+    private IUnmatchedReplyPolicy? _clientReplyPolicy;
 
     public ulong Seed { get; } = seed;
 
@@ -188,6 +189,13 @@ public sealed class SimClusterBuilder(ulong seed)
     /// <summary>The node parts set so far, so that several variants can be combined (<c>builder.NodeParts with { ... }</c>).</summary>
     public NodeParts NodeParts => _nodeParts;
 
+    /// <summary>What every client does with a reply that answers no pending request; null keeps the standard (count and drop).</summary>
+    public SimClusterBuilder WithClientReplyPolicy(IUnmatchedReplyPolicy? policy)
+    {
+        _clientReplyPolicy = policy;
+        return this;
+    }
+
     public SimCluster Build()
     {
         var world = new SimWorld(Seed, _worldOptions);
@@ -199,6 +207,7 @@ public sealed class SimClusterBuilder(ulong seed)
             MeshSendQueues = _meshSendQueues,
             ConfiguredSessionSendQueueBytesMax = _sessionSendQueueBytesMax,
             ConfiguredMeshSendQueueBytesMax = _meshSendQueueBytesMax,
+            ClientReplyPolicy = _clientReplyPolicy,
         };
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
@@ -339,6 +348,24 @@ public sealed class SimCluster : IDisposable
     internal int? ConfiguredSessionSendQueueBytesMax { get; init; }
 
     internal int? ConfiguredMeshSendQueueBytesMax { get; init; }
+    /// <summary>What every simulated client does with a reply that answers no pending request (null: count and drop it).</summary>
+    public IUnmatchedReplyPolicy? ClientReplyPolicy { get; internal init; }
+
+    /// <summary>Hears every message of the simulated mesh, on every node and every later incarnation; null hears none.</summary>
+    public IMeshTrafficObserver? MeshTraffic
+    {
+        get => _meshTraffic;
+        set
+        {
+            _meshTraffic = value;
+            foreach (var node in _nodes)
+            {
+                node.Mesh.Traffic = value;
+            }
+        }
+    }
+
+    private IMeshTrafficObserver? _meshTraffic;
 
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
@@ -445,7 +472,7 @@ public sealed class SimCluster : IDisposable
         // Each client draws its seed in order even if it does not use randomness yet, so adding randomness to
         // clients later does not shift the seeds of everything drawn after them.
         _ = World.NextChildSeed();
-        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax, reading, packetQueues));
+        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax, reading, packetQueues) { UnmatchedReplies = ClientReplyPolicy });
     }
 
     private void Start(SimNode node)
@@ -479,7 +506,7 @@ public sealed class SimCluster : IDisposable
             node.Server = api;
         }
 
-        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics, (network, connection) => MeshSendQueues(network, connection, ConfiguredMeshSendQueueBytesMax ?? int.MaxValue));
+        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics, (network, connection) => MeshSendQueues(network, connection, ConfiguredMeshSendQueueBytesMax ?? int.MaxValue)) { Traffic = _meshTraffic };
         node.Server.Mesh = node.Mesh;
         node.IsUp = true;
     }

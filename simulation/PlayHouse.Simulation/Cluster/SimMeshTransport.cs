@@ -18,6 +18,20 @@ public enum MeshSemantics
 }
 
 /// <summary>
+/// Watches the messages of the simulated mesh as they leave and reach each node (checkers that judge traffic between
+/// servers, which the runtime's own observer hooks do not see as messages).
+/// </summary>
+/// <remarks>Called on the simulation thread, from inside the transports.</remarks>
+public interface IMeshTrafficObserver
+{
+    /// <summary>Node <paramref name="nodeId"/> hands <paramref name="message"/> to the mesh for <paramref name="targetNodeId"/>.</summary>
+    void OnMeshSent(string nodeId, string targetNodeId, in MeshMessage message);
+
+    /// <summary>A message reached node <paramref name="nodeId"/> over the mesh, decoded, just before the node handles it.</summary>
+    void OnMeshDelivered(string nodeId, in MeshMessage message);
+}
+
+/// <summary>
 /// The simulation's mesh transport for one node: every message is encoded as a real mesh frame
 /// (<c>RouteHeader</c> protobuf plus payload) and crosses the <see cref="SimNetwork"/> as bytes, so framing and
 /// header bugs can show. One outbound stream per peer keeps per-peer order; a broken link is reopened on the
@@ -65,7 +79,10 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
 
     public string Endpoint { get; }
 
-    /// <summary>Messages refused because the link's send queue was at its cap.</summary>
+    /// <summary>Hears every message this transport sends and delivers, or null (set by the cluster).</summary>
+    public IMeshTrafficObserver? Traffic { get; set; }
+
+    /// <summary>Messages dropped because the link's send queue was full.</summary>
     public long SendsRefused { get; private set; }
 
     /// <summary>Messages handed to a link that had just broken: lost as in flight.</summary>
@@ -103,6 +120,7 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
 
         try
         {
+            Traffic?.OnMeshSent(_node.NodeId, targetNodeId, message);
             var length = Encode(message);
             var target = EndpointOf(targetNodeId);
             if (_semantics == MeshSemantics.Datagram)
@@ -262,7 +280,9 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         }
 
         MessagesReceived++;
-        _node.OnMeshMessage(_receiveHeader.ToMessage(payload.Move("mesh-received")));
+        var message = _receiveHeader.ToMessage(payload.Move("mesh-received"));
+        Traffic?.OnMeshDelivered(_node.NodeId, message);
+        _node.OnMeshMessage(message);
     }
 
     private int Encode(in MeshMessage message)

@@ -54,10 +54,12 @@ public sealed class ApiServer : ServerNode, IApiLink
 
     // ---- IApiLink ----
 
-    public void Reply(in Packet request, ushort errorCode) => SendReply(request.ReplyToken, request.MsgId, Payload.Empty, errorCode, 0);
+    public void Reply(in Packet request, ushort errorCode) => SendReply(AddressOf(request), request.MsgId, Payload.Empty, errorCode, 0);
 
     public void Reply(in Packet request, string msgId, Payload payload, ushort errorCode = ErrorCodes.Success) =>
-        SendReply(request.ReplyToken, msgId, payload.Move("reply"), errorCode, 0);
+        SendReply(AddressOf(request), msgId, payload.Move("reply"), errorCode, 0);
+
+    private ReplyToken AddressOf(in Packet request) => ReplyAddressing is { } addressing ? addressing.AddressOf(request) : request.ReplyToken;
 
     public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) => SendOneWay(nodeId, stageId, msgId, payload.Move("mesh"), 0);
 
@@ -84,7 +86,15 @@ public sealed class ApiServer : ServerNode, IApiLink
     private sealed class ApiInvocation(ApiServer server, ApiHandler handler, Packet packet) : IThreadPoolWorkItem
     {
         // API handlers run under the executor's context so their awaits resume through the executor seam.
-        public void Execute() => server.OffStageContext.Run(() => _ = RunAsync());
+        public void Execute()
+        {
+            if (packet.IsRequest)
+            {
+                server.ReplyAddressing?.OnRequestDispatched(packet.ReplyToken);
+            }
+
+            server.OffStageContext.Run(() => _ = RunAsync());
+        }
 
         private async Task RunAsync()
         {

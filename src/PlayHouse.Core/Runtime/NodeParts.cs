@@ -19,4 +19,16 @@ public sealed record NodeParts
 
     /// <summary>Makes the node's tick admission: the standard one coalesces ticks past <see cref="ServerOptions.TimerPendingTicksMax"/> per timer.</summary>
     internal Func<ServerOptions, ITickAdmission> TickAdmission { get; init; } = static options => new CoalescingTickAdmission(options.TimerPendingTicksMax);
+    /// <summary>Builds the node's request table: request ids, completions, timeouts, and the reply path.</summary>
+    /// <remarks>The standard table's ids are 64-bit and never reused; a reply that answers no request is dropped and counted.</remarks>
+    internal Func<ServerNode, IRequestTable> RequestTable { get; init; } = static node => new RequestTable(node);
+
+    /// <summary>Builds the part that addresses replies; null (standard): a reply goes where its packet's own <see cref="ReplyToken"/> says.</summary>
+    internal Func<ServerNode, IReplyAddressing>? ReplyAddressing { get; init; }
+
+    /// <summary>How reply callbacks reach their stage; null (standard): always through the stage's mailbox.</summary>
+    internal IReplyCallbackDispatch? CallbackDispatch { get; init; }
+
+    /// <summary>Which self and cyclic requests are refused; null (standard): every one of them, at once.</summary>
+    internal IRequestCycleGuard? CycleGuard { get; init; }
 }

@@ -467,7 +467,7 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (message.IsRequest && message.SenderAwaits && message.FromStageId != 0 && stage.IsInCycleWith(message))
+        if (message.IsRequest && message.SenderAwaits && message.FromStageId != 0 && ClosesCycle(stage, message))
         {
             // The sender awaits this request, and the target awaits (directly or through a chain of awaiting stages)
             // a request that leads back to the sender: queuing it would deadlock them all until the timeout (B9),
@@ -499,6 +499,9 @@ public sealed class PlayServer : ServerNode
             RefuseStageMessage(stage, stageMessage);
         }
     }
+
+    private bool ClosesCycle(StageHost stage, in MeshMessage message) =>
+        Parts.CycleGuard is { } guard ? guard.RefusesCycle(stage, message) : stage.IsInCycleWith(message);
 
     private void OnSystemMessage(in MeshMessage message)
     {

@@ -18,12 +18,39 @@ internal sealed class PendingRequest
 }
 
 /// <summary>
+/// A node's table of outstanding requests: it assigns each request its id, completes it exactly once (reply,
+/// timeout or fail-fast error) and is the node's reply path, so it also decides what becomes of a reply that
+/// answers no request. A node builds its table through <see cref="NodeParts.RequestTable"/>.
+/// </summary>
+/// <remarks>Implementations are thread-safe: replies, timeouts and new requests arrive on any thread.</remarks>
+internal interface IRequestTable : IDisposable
+{
+    /// <summary>Requests registered and not yet completed.</summary>
+    int PendingCount { get; }
+
+    /// <summary>Registers a request and assigns its id (<see cref="PendingRequest.MsgSeq"/>); false refuses it (the table is at its cap) and the request is not sent.</summary>
+    bool TryRegister(PendingRequest request, TimeSpan timeout);
+
+    /// <summary>An inbound reply: completes the request it answers; ownership of its payload passes here.</summary>
+    void CompleteWithReply(in MeshMessage reply);
+
+    /// <summary>Completes a registered request with an error before any reply (the send failed).</summary>
+    void FailFast(PendingRequest request, ushort errorCode);
+
+    /// <summary>Fails every outstanding request (server stopping).</summary>
+    void FailAll(ushort errorCode);
+
+    /// <summary>Delivers a completion to its awaiter or callback; called exactly once per request.</summary>
+    void Deliver(PendingRequest request, RequestOutcome outcome, Response response);
+}
+
+/// <summary>
 /// The node's table of outstanding requests. Ids are 64-bit and never reused, so a reply can only complete
 /// the request that caused it (PlayHouse's 16-bit counter wrapped). Each request completes exactly once: by
 /// its reply, by its timeout, or by a fail-fast error; whichever removes it from the table first wins.
 /// </summary>
 /// <remarks>Thread-safe. One <see cref="ITimer"/> serves every deadline: it is armed for the earliest one.</remarks>
-internal sealed class RequestTable : IDisposable
+internal sealed class RequestTable : IRequestTable
 {
     private readonly ServerNode _node;
     private readonly Lock? _gate;
@@ -90,6 +117,20 @@ internal sealed class RequestTable : IDisposable
     /// <summary>Completes a request with the reply that arrived for it; late, duplicate and unknown replies are dropped and counted.</summary>
     public void CompleteWithReply(in MeshMessage reply)
     {
+        if (!TryCompleteWithReply(reply))
+        {
+            // A reply never becomes a new message: it is released here and never dispatched or answered.
+            _node.Observer.OnDropped(_node.NodeId, "reply-without-request", reply.MsgId);
+            reply.Payload.DisposeIfOwner();
+        }
+    }
+
+    /// <summary>
+    /// Completes the request a reply answers and takes its payload; false, with the reply counted (late, duplicate,
+    /// unknown or misaddressed) and its payload still the caller's, when it answers no request of this table.
+    /// </summary>
+    public bool TryCompleteWithReply(in MeshMessage reply)
+    {
         PendingRequest? request;
         using (NodeLock.Enter(_gate))
         {
@@ -125,13 +166,11 @@ internal sealed class RequestTable : IDisposable
 
         if (request is null)
         {
-            // A reply never becomes a new message: it is released here and never dispatched or answered.
-            _node.Observer.OnDropped(_node.NodeId, "reply-without-request", reply.MsgId);
-            reply.Payload.DisposeIfOwner();
-            return;
+            return false;
         }
 
         Deliver(request, RequestOutcome.Replied, new Response(reply.ErrorCode, reply.MsgId, reply.Payload));
+        return true;
     }
 
     /// <summary>Completes a registered request with an error before any reply (the send failed).</summary>
@@ -174,9 +213,12 @@ internal sealed class RequestTable : IDisposable
     public void Dispose() => _timer.Dispose();
 
     /// <summary>Delivers a completion to its awaiter or callback; called exactly once per request.</summary>
-    internal void Deliver(PendingRequest request, RequestOutcome outcome, Response response)
+    public void Deliver(PendingRequest request, RequestOutcome outcome, Response response) => DeliverTo(_node, request, outcome, response);
+
+    /// <summary>Hands a request's one completion to <paramref name="node"/>'s observer and to the requester (every table's delivery).</summary>
+    internal static void DeliverTo(ServerNode node, PendingRequest request, RequestOutcome outcome, Response response)
     {
-        _node.Observer.OnRequestCompleted(_node.NodeId, request.MsgSeq, request.TargetNodeId, outcome, response.ErrorCode);
+        node.Observer.OnRequestCompleted(node.NodeId, request.MsgSeq, request.TargetNodeId, outcome, response.ErrorCode);
         request.Stage?.OnRequestCompleted(request);
         if (request.Completion is not null)
         {
@@ -185,7 +227,7 @@ internal sealed class RequestTable : IDisposable
         }
         else if (request.Callback is not null)
         {
-            _node.DeliverCallback(request, response);
+            node.DeliverCallback(request, response);
         }
         else
         {

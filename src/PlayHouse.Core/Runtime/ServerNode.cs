@@ -60,7 +60,8 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
         _inboundGate = NodeLock.Create(Options);
         OffStageContext = new ExecutorSynchronizationContext(Executor);
-        Requests = new RequestTable(this);
+        Requests = Parts.RequestTable(this);
+        ReplyAddressing = Parts.ReplyAddressing?.Invoke(this);
         _expiredInbound = new RecentIds(Options.RecentCompletionsMax);
         TickAdmission = Parts.TickAdmission(Options);
     }
@@ -108,7 +109,10 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
     }
 
-    internal RequestTable Requests { get; }
+    internal IRequestTable Requests { get; }
+
+    /// <summary>The part that addresses replies, or null for the standard rule (the packet's own token).</summary>
+    internal IReplyAddressing? ReplyAddressing { get; }
 
     /// <summary>Decides which timer and game-loop ticks of this node's stages are posted (<see cref="NodeParts.TickAdmission"/>).</summary>
     internal ITickAdmission TickAdmission { get; }
@@ -136,6 +140,13 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
     /// <summary>Handles a non-reply mesh message; ownership of its payload passes here.</summary>
     protected abstract void OnInboundMessage(in MeshMessage message);
+
+    /// <summary>
+    /// Hands a mesh message to the node's dispatcher as any inbound message (routed by its stage id or msg id),
+    /// whatever its header says; ownership of its payload passes here. The standard reply path never calls it: a
+    /// reply only ever completes a request (B12).
+    /// </summary>
+    internal void DispatchAsMessage(in MeshMessage message) => OnInboundMessage(message);
 
     public virtual void Dispose()
     {
@@ -498,7 +509,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         request.TargetStageId = stageId;
         request.MsgId = msgId;
         request.Stage = fromStage;
-        if (fromStage is not null && stageId != 0 && stageId == fromStage.StageId && string.Equals(targetNodeId, NodeId, StringComparison.Ordinal))
+        if (fromStage is not null && stageId != 0 && IsSelfRequest(fromStage, targetNodeId, stageId))
         {
             // A stage requesting itself would wait behind its own handler until the timeout (B9): fail fast.
             Counters.AddSelfRequestRefused();
@@ -544,6 +555,11 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
     }
 
+    private bool IsSelfRequest(StageHost fromStage, string targetNodeId, long stageId) =>
+        Parts.CycleGuard is { } guard
+            ? guard.RefusesSelfRequest(this, fromStage, targetNodeId, stageId)
+            : stageId == fromStage.StageId && string.Equals(targetNodeId, NodeId, StringComparison.Ordinal);
+
     /// <summary>A timeout in whole milliseconds for the route header, rounded up so the receiver never expires the
     /// ledger entry before the requester gives up.</summary>
     private static uint ToWireTimeoutMs(TimeSpan timeout) =>
@@ -554,6 +570,11 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     {
         if (request.Stage is not null)
         {
+            if (Parts.CallbackDispatch is { } dispatch && dispatch.TryRunNow(request, response))
+            {
+                return;
+            }
+
             if (!request.Stage.PostReplyCallback(request.Callback!, response))
             {
                 // The requesting stage closed; nobody is left to hear the outcome.

@@ -26,6 +26,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly Dictionary<long, StageTimer> _timers = [];
     private readonly List<PendingRequest> _awaitedRequests = [];
     private readonly StageRegistration _registration;
+
+    // Replaceable parts (NodeParts); null in the standard node, which needs neither.
+    private readonly IReplyAddressing? _replyAddressing;
+    private readonly IReplyCallbackDispatch? _callbackDispatch;
     private IStage? _stage;
     private bool _scheduled;
     private bool _suspended;
@@ -54,6 +58,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _syncContext = new StageSynchronizationContext(this);
         _onHandlerResumed = OnHandlerResumed;
         _mailbox = server.Parts.StageMailbox(server.Options);
+        _replyAddressing = server.ReplyAddressing;
+        _callbackDispatch = server.Parts.CallbackDispatch;
     }
 
     private enum StageState
@@ -297,6 +303,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         var previous = SynchronizationContext.Current;
         SynchronizationContext.SetSynchronizationContext(_syncContext);
+        _callbackDispatch?.OnTurnStarting(this);
         var reschedule = false;
         var released = false;
         try
@@ -398,6 +405,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
 
         _handlingChainOut = null;
+        if (_replyAddressing is not null && message.Reply.IsRequest)
+        {
+            _replyAddressing.OnRequestDispatched(message.Reply);
+        }
+
         _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
         ValueTask task;
         try
@@ -826,10 +838,13 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     // ---- IStageLink: sending ----
 
-    public void Reply(in Packet request, ushort errorCode) => _server.SendReply(request.ReplyToken, request.MsgId, Payload.Empty, errorCode, StageId);
+    public void Reply(in Packet request, ushort errorCode) => _server.SendReply(AddressOf(request), request.MsgId, Payload.Empty, errorCode, StageId);
 
     public void Reply(in Packet request, string msgId, Payload payload, ushort errorCode = ErrorCodes.Success) =>
-        _server.SendReply(request.ReplyToken, msgId, payload.Move("reply"), errorCode, StageId);
+        _server.SendReply(AddressOf(request), msgId, payload.Move("reply"), errorCode, StageId);
+
+    /// <summary>The packet's own token, unless a replaced part addresses replies (NodeParts.ReplyAddressing).</summary>
+    private ReplyToken AddressOf(in Packet request) => _replyAddressing is null ? request.ReplyToken : _replyAddressing.AddressOf(request);
 
     public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) =>
         _server.SendOneWay(nodeId, stageId, msgId, payload.Move("mesh"), StageId);

@@ -1,3 +1,4 @@
+using PlayHouse.Core.Tests.Seams;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
