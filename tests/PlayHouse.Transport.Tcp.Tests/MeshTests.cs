@@ -1,7 +1,7 @@
-using Microsoft.Extensions.Time.Testing;
 using System.Buffers.Binary;
 using System.Collections.Concurrent;
 using System.Net;
+using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;

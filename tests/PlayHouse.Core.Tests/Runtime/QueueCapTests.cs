@@ -1,7 +1,7 @@
-using PlayHouse.Core.Tests.Seams;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
+using PlayHouse.Core.Tests.Seams;
 
 namespace PlayHouse.Core.Tests.Runtime;
 
