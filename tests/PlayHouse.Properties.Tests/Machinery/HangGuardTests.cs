@@ -10,7 +10,7 @@ namespace PlayHouse.Properties.Tests.Machinery;
 /// A hang is a red test, not a stuck CI: the repository's run settings (<c>PlayHouse.Sim.runsettings</c>, which
 /// Directory.Build.props hands to every <c>dotnet test</c> as RunSettingsFilePath) end a test that runs past its time
 /// and fail the run, naming the test. Shown on a deliberately hanging test project (<c>tests/hang-guard</c>, not in the
-/// solution) run through <c>dotnet test</c> with a copy of the settings whose per-test timeout is 10 s instead of 15
+/// solution) run through <c>dotnet test</c> with a copy of the settings whose per-test timeout is 30 s instead of 15
 /// minutes; everything else in the copy is the repository's file.
 /// </summary>
 public sealed class HangGuardTests(ITestOutputHelper output)
@@ -24,7 +24,7 @@ public sealed class HangGuardTests(ITestOutputHelper output)
         var settings = File.ReadAllText(RepositoryRoot.File("PlayHouse.Sim.runsettings"));
         settings.ShouldContain("TestTimeout=\"15min\"");
         var shortSettings = Path.Combine(Path.GetTempPath(), $"playhouse-hang-guard-{Environment.ProcessId}.runsettings");
-        File.WriteAllText(shortSettings, settings.Replace("TestTimeout=\"15min\"", "TestTimeout=\"10s\"", StringComparison.Ordinal));
+        File.WriteAllText(shortSettings, settings.Replace("TestTimeout=\"15min\"", "TestTimeout=\"30s\"", StringComparison.Ordinal));
         try
         {
             // The settings file goes in as the MSBuild property Directory.Build.props sets, the same way every project
@@ -35,9 +35,19 @@ public sealed class HangGuardTests(ITestOutputHelper output)
             finished.ShouldBeTrue("the hanging test project was still running after 5 minutes: the hang guard did not end it");
             exitCode.ShouldNotBe(0);
             text.ShouldContain("Test Run Aborted");
-            text.ShouldContain("The test running when the crash occurred:");
-            text.ShouldContain("PlayHouse.HangingTests.HangingTests.NeverReturns_WaitsForASignalNobodySends");
-            text.ShouldContain("inactivity time of 10 seconds has elapsed");
+            text.ShouldContain("inactivity time of 30 seconds has elapsed");
+
+            // The collector names the test in flight. On a machine so loaded that the test host needs longer than the
+            // timeout to start its first test, it fires with none in flight and says so; the run still fails.
+            if (!text.Contains("Sequence file will not be generated", StringComparison.Ordinal))
+            {
+                text.ShouldContain("The test running when the crash occurred:");
+                text.ShouldContain("PlayHouse.HangingTests.HangingTests.NeverReturns_WaitsForASignalNobodySends");
+            }
+            else
+            {
+                output.WriteLine("note: the hang guard fired before the test host started a test (a heavily loaded machine); the run failed as it should, unnamed");
+            }
         }
         finally
         {
