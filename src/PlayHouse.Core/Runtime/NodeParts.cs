@@ -11,6 +11,9 @@ public sealed record NodeParts
     /// <summary>Every part the node ships with.</summary>
     public static NodeParts Standard { get; } = new();
 
+    /// <summary>Makes the timer table of each stage (one per stage: timer ids are scoped to their stage, B13).</summary>
+    internal Func<StageHost, IStageTimerTable> StageTimers { get; init; } = static _ => new StageTimerTable();
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

@@ -25,7 +25,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly Action _onHandlerResumed;
     private readonly Dictionary<long, ActorHost> _actorsByAccount = [];
     private readonly List<IActor> _actorOrder = [];
-    private readonly Dictionary<long, StageTimer> _timers = [];
+    private readonly IStageTimerTable _timers;
     private readonly List<PendingRequest> _awaitedRequests = [];
     private readonly StageRegistration _registration;
     private IStage? _stage;
@@ -56,6 +56,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         StageType = registration.StageType;
         _syncContext = new StageSynchronizationContext(this);
         _onHandlerResumed = OnHandlerResumed;
+        _timers = server.Parts.StageTimers(this);
     }
 
     private enum StageState
@@ -107,6 +108,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     }
 
     internal ServerCounters Counters => _server.Counters;
+
+    /// <summary>The play server this stage runs on.</summary>
+    internal PlayServer Server => _server;
 
     internal ExecutorSynchronizationContext OffStageContext => _server.OffStageContext;
 
@@ -780,12 +784,15 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _externalQueued = 0;
         }
 
-        foreach (var timer in _timers.Values.ToList())
+        if (_timers.Count > 0)
         {
-            timer.Cancel();
+            var timers = new List<StageTimer>(_timers.Count);
+            _timers.RemoveAll(timers);
+            foreach (var timer in timers)
+            {
+                timer.Cancel();
+            }
         }
-
-        _timers.Clear();
         _gameLoop?.Stop();
         _gameLoop = null;
         _server.RemoveStage(this);
@@ -906,7 +913,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         return true;
     }
 
-    public bool HasTimer(long timerId) => _timers.ContainsKey(timerId);
+    public bool HasTimer(long timerId) => _timers.Contains(timerId);
 
     private long AddTimer(TimeSpan initialDelay, TimeSpan period, int count, Action callback)
     {
@@ -917,7 +924,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         // Timer ids are scoped to this stage: two stages may both own timer 1 (PlayHouse shared one table, B13).
         var id = ++_nextTimerId;
         var timer = new StageTimer(this, id, count, callback);
-        _timers.Add(id, timer);
+        _timers.Add(timer);
         timer.Start(initialDelay, period);
         return id;
     }
@@ -1085,6 +1092,9 @@ internal sealed class StageTimer(StageHost stage, long id, int count, Action cal
     private volatile bool _active = true;
 
     public long Id { get; } = id;
+
+    /// <summary>The stage that added the timer.</summary>
+    public StageHost Stage => stage;
 
     public Action Callback { get; } = callback;
 

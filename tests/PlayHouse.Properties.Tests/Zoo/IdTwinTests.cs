@@ -1,0 +1,28 @@
+using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Simulation.Runs;
+using Shouldly;
+
+namespace PlayHouse.Properties.Tests.Zoo;
+
+/// <summary>
+/// The flawed twins of the identity entries (B4, B11, B13, B14, B16d-f), each on its smallest scenario: the twin's
+/// mechanism breaks the invariant the catalogue names, and the correct core passes the same run.
+/// </summary>
+public sealed class IdTwinTests
+{
+    [Fact]
+    public void Timers_TwoStagesWithTimerOneInANodeWideTable_TheDroppedTimerOutrunsItsCount()
+    {
+        var options = new SimOptions { Scenario = "timers", Clients = 2, Stages = 2, RequestsPerClient = 1, LossPercent = 0 };
+
+        var correct = Run(options);
+        var flawed = Run(options with { Flaws = "B13" });
+
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
+        flawed.Failure.ShouldNotBeNull().ShouldContain("fired a shot more");
+    }
+
+    private static SimReport Run(SimOptions options, ulong seed = 1) =>
+        SimRunner.Run(ScenarioCatalog.Create(options.Scenario), seed, options);
+}
