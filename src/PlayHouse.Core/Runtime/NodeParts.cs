@@ -14,6 +14,9 @@ public sealed record NodeParts
     /// <summary>Makes the timer table of each stage (one per stage: timer ids are scoped to their stage, B13).</summary>
     internal Func<StageHost, IStageTimerTable> StageTimers { get; init; } = static _ => new StageTimerTable();
 
+    /// <summary>What a join does when its account already has an actor in the stage (a reconnect, B11).</summary>
+    internal IActorRejoin Rejoin { get; init; } = KeepLiveActorRejoin.Instance;
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

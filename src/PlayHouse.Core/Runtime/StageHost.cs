@@ -112,6 +112,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// <summary>The play server this stage runs on.</summary>
     internal PlayServer Server => _server;
 
+    /// <summary>The user's stage object (set by <see cref="Instantiate"/>).</summary>
+    internal IStage User => _stage!;
+
     internal ExecutorSynchronizationContext OffStageContext => _server.OffStageContext;
 
     internal ServerOptions Options => _server.Options;
@@ -650,25 +653,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         if (_actorsByAccount.TryGetValue(auth.AccountId, out var existing))
         {
-            // Reconnect (B11): the account keeps its one actor; the probe actor that authenticated is destroyed
-            // and routing points at the live actor, which is told it is connected again.
-            actorHost.IsDestroyed = true;
-            Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
-            await actor.OnDestroy();
-            var wasConnected = existing.Session is not null;
-            if (!_server.CompleteJoin(session, existing))
-            {
-                auth.ReplyPayload.DisposeIfOwner();
-                return;
-            }
-
-            _server.SendReply(message.Reply, ReplyMsgId(auth.ReplyMsgId, message.MsgId!), auth.ReplyPayload.Move("reply"), ErrorCodes.Success, StageId);
-            if (!wasConnected)
-            {
-                Lifecycle(existing, LifecycleEvent.ActorConnected);
-                await _stage!.OnConnectionChanged(existing.User, true);
-            }
-
+            // A reconnect: the account already has its actor here (the rejoin part decides what happens, B11).
+            await _server.Parts.Rejoin.RejoinAsync(new ActorRejoin(this, message, session, actorHost, auth, existing));
             return;
         }
 
@@ -711,7 +697,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
     }
 
-    private static string ReplyMsgId(string replyMsgId, string requestMsgId) => string.IsNullOrEmpty(replyMsgId) ? requestMsgId : replyMsgId;
+    /// <summary>The msg id of a join's reply: the one authentication chose, else the request's own.</summary>
+    internal static string ReplyMsgId(string replyMsgId, string requestMsgId) => string.IsNullOrEmpty(replyMsgId) ? requestMsgId : replyMsgId;
 
     private async ValueTask RunConnectionChanged(StageMessage message)
     {
@@ -840,6 +827,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         Counters.AddHandlerFailure();
         _server.Observer.OnHandlerFailed(NodeId, StageId, kind, msgId, error);
     }
+
+    /// <summary>Tells the observer a lifecycle callback is about to run (for parts that run lifecycle steps).</summary>
+    internal void ReportLifecycle(ActorHost? actor, LifecycleEvent lifecycleEvent) => Lifecycle(actor, lifecycleEvent);
 
     private void Lifecycle(ActorHost? actor, LifecycleEvent lifecycleEvent) =>
         _server.Observer.OnLifecycle(NodeId, StageId, actor?.Instance ?? 0, actor?.AccountId ?? 0, lifecycleEvent);

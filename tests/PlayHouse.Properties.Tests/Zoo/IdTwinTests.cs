@@ -23,6 +23,28 @@ public sealed class IdTwinTests
         flawed.Failure.ShouldNotBeNull().ShouldContain("fired a shot more");
     }
 
+    [Fact]
+    public void Reconnect_WithTheRebindingRejoin_JoinsTheAccountTwiceAndRoutesToADestroyedActor()
+    {
+        var options = new ScenarioCatalogDefaults("reconnect").Options with { Clients = 1, RequestsPerClient = 40 };
+
+        var correct = Run(options);
+        var flawed = Run(options with { Flaws = "B11" });
+
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
+        var lifecycle = flawed.Verdicts.Single(v => v.CheckerName == "Lifecycle");
+        lifecycle.FirstViolationMessage.ShouldNotBeNull().ShouldContain("the account's join ran a second time");
+        var workload = flawed.Verdicts.Single(v => v.CheckerName == "Lifecycle(workload)");
+        workload.Passed.ShouldBeFalse();
+    }
+
     private static SimReport Run(SimOptions options, ulong seed = 1) =>
         SimRunner.Run(ScenarioCatalog.Create(options.Scenario), seed, options);
+
+    /// <summary>A catalogue scenario's default options.</summary>
+    private sealed record ScenarioCatalogDefaults(string Name)
+    {
+        public SimOptions Options => ScenarioCatalog.Create(Name).Defaults;
+    }
 }
