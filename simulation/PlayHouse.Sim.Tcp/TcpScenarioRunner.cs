@@ -224,7 +224,7 @@ public static class TcpScenarioRunner
         var rtt = new LatencyHistogram();
         var rttGate = new Lock();
         var registry = new WorkloadStageRegistry();
-        var registryGate = new Lock();
+        var registryGate = registry.Gate;
         var scenarioChecker = new ScenarioChecker(checkers.Context, scenario.Name);
         checkers.Add(scenarioChecker);
 
@@ -250,6 +250,8 @@ public static class TcpScenarioRunner
                 TimerCount = shape.Timers ? TimerCount : 0,
                 TimerPeriodMs = TimerPeriodMs,
                 GameLoopStepMs = shape.Timers ? GameLoopStepMs : 0,
+                CreateDelayMs = shape.CreateDelayMs,
+                CreateFailuresPerStage = shape.CreateFailuresPerStage,
             };
             var transportOptions = new TcpTransportOptions();
             cluster = new TcpClusterBuilder()
@@ -502,7 +504,7 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false)
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
@@ -513,6 +515,7 @@ public static class TcpScenarioRunner
             ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
+            StageCreateScenario => new("stage-create", WorkloadMsgIds.Echo, CreateDelayMs: StageCreateScenario.CreateDelayMs, CreateFailuresPerStage: StageCreateScenario.CreateFailuresPerStage),
             _ => null,
         };
     }

@@ -9,7 +9,7 @@ public sealed class BadInputTests
         var result = CliHarness.Run("run", "--scenario", "nope", "--seed", "1");
 
         Assert.Equal(SimCli.UsageErrorExitCode, result.ExitCode);
-        AssertOneLineError(result, "nope", "api-create, broadcast, echo, reconnect, send-push, stage-to-stage, timers");
+        AssertOneLineError(result, "nope", string.Join(", ", PlayHouse.Fixtures.Scenarios.ScenarioCatalog.Names));
         Assert.Equal(string.Empty, result.Output);
     }
 

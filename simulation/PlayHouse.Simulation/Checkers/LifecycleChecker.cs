@@ -18,6 +18,9 @@ namespace PlayHouse.Simulation.Checkers;
 /// account is joining or joined in that stage (connected or not) is a violation, since a reconnect must keep the one
 /// live actor instead of joining a second one (B11). A message handed to an actor must find it joined (connected or
 /// not) and registered for its account (<see cref="OnActorMessage"/>).</para>
+/// <para>With the servers' stage registries in view (<see cref="WatchRegistries"/>): a stage whose create failed is no
+/// longer registered when its Create message completes (B16: a zombie that later joins reach), and at quiescence every
+/// registered stage is one that was created and not destroyed.</para>
 /// <para>At quiescence no stage is still creating and no actor is stuck between ActorCreate and a joined or
 /// destroyed state.</para>
 /// </summary>
@@ -40,6 +43,7 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
     // The actor each account has joined (or is joining) per stage: at most one at a time.
     private readonly Dictionary<(string NodeId, long StageId, long AccountId), long> _accountActors = [];
     private long _events;
+    private IStageRegistryView? _registries;
 
     public LifecycleChecker(CheckerContext context)
         : base(CheckerName, context)
@@ -146,6 +150,11 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
                     // The Create message finished without StagePostCreate: the create failed and the stage is gone.
                     stage.State = StageState.CreateFailed;
                     Push(ref stage.History, ref stage.EventCount, CreateFailedMarker);
+                    if (_registries?.IsRegistered(nodeId, stageId) == true)
+                    {
+                        Log.Record($"stage {nodeId}/{stageId}: its create failed but the stage is still registered; a failed stage must be gone, or later joins reach a stage that never started (a zombie)");
+                    }
+
                     break;
                 case StageState.None:
                     Log.Record($"stage {nodeId}/{stageId}: its Create message completed but StageCreate never fired");
@@ -182,10 +191,21 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
         }
     }
 
+    /// <summary>
+    /// Lets the checker read the servers' stage registries, to judge that a failed create leaves no stage registered and
+    /// that at quiescence every registered stage is a running one. Set before the run starts.
+    /// </summary>
+    public void WatchRegistries(IStageRegistryView registries)
+    {
+        ArgumentNullException.ThrowIfNull(registries);
+        _registries = registries;
+    }
+
     public override void CheckQuiescent()
     {
         using (Context.Enter(_gate))
         {
+            CheckRegistries();
             var creating = new List<(string NodeId, long StageId)>();
             foreach (var pair in _stages)
             {
@@ -220,6 +240,27 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
                 actor.ReportedStuck = true;
                 Log.Record($"{DescribeActor(key.NodeId, actor.StageId, key.ActorInstance, actor.AccountId)}: stuck at quiescence after [{Format(actor.History, actor.EventCount)}]; expected {ExpectedAfter(actor.State)} (OnCreate ran, but the actor neither joined nor was destroyed)");
             }
+        }
+    }
+
+    private void CheckRegistries()
+    {
+        if (_registries is null)
+        {
+            return;
+        }
+
+        var registered = _registries.RegisteredStages().ToList();
+        registered.Sort(CompareKeys);
+        foreach (var key in registered)
+        {
+            var state = _stages.TryGetValue(key, out var stage) ? stage.State : StageState.None;
+            if (state is StageState.Running or StageState.Creating)
+            {
+                continue;
+            }
+
+            Log.Record($"stage {key.NodeId}/{key.StageId}: registered at quiescence while it is {DescribeStageState(state)}; the registry holds only stages that are creating or running");
         }
     }
 
@@ -511,4 +552,14 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
         public int EventCount;
         public bool ReportedStuck;
     }
+}
+
+/// <summary>What <see cref="LifecycleChecker"/> reads of the servers' stage registries.</summary>
+public interface IStageRegistryView
+{
+    /// <summary>True when the node is up and its registry holds a stage with this id.</summary>
+    bool IsRegistered(string nodeId, long stageId);
+
+    /// <summary>Every stage the registries of the live nodes hold.</summary>
+    IEnumerable<(string NodeId, long StageId)> RegisteredStages();
 }

@@ -240,6 +240,9 @@ public sealed class SimCluster : IDisposable
 
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
+    /// <summary>The play servers' stage registries, as the lifecycle checker reads them.</summary>
+    public IStageRegistryView StageRegistries => new RegistryView(this);
+
     /// <summary>Pools whose ledgers must be empty at quiescence: live nodes, clients, and the network's in-flight buffers.</summary>
     public IEnumerable<(string Name, MessagePool Pool)> LivePools()
     {
@@ -380,6 +383,24 @@ public sealed class SimCluster : IDisposable
         node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics);
         node.Server.Mesh = node.Mesh;
         node.IsUp = true;
+    }
+}
+
+/// <summary>The stage registries of a cluster's live play servers.</summary>
+internal sealed class RegistryView(SimCluster cluster) : IStageRegistryView
+{
+    public bool IsRegistered(string nodeId, long stageId) =>
+        cluster.Nodes.FirstOrDefault(n => n.NodeId == nodeId) is { IsUp: true, Play: { } play } && play.HasStage(stageId);
+
+    public IEnumerable<(string NodeId, long StageId)> RegisteredStages()
+    {
+        foreach (var node in cluster.PlayServers.Where(n => n.IsUp))
+        {
+            foreach (var stage in node.Play!.GetStageStatistics())
+            {
+                yield return (node.NodeId, stage.StageId);
+            }
+        }
     }
 }
 

@@ -17,6 +17,9 @@ public sealed record NodeParts
     /// <summary>What a join does when its account already has an actor in the stage (a reconnect, B11).</summary>
     internal IActorRejoin Rejoin { get; init; } = KeepLiveActorRejoin.Instance;
 
+    /// <summary>Makes the stage registry of each play server (stages by id, from before their create until they are gone, B16).</summary>
+    internal Func<PlayServer, IStageRegistry> StageRegistry { get; init; } = static _ => new PlayHouse.Core.Runtime.StageRegistry();
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

@@ -15,7 +15,7 @@ public sealed class PlayServer : ServerNode
 
     private readonly Dictionary<string, StageRegistration> _stageTypes = new(StringComparer.Ordinal);
     private readonly Lock? _stagesGate;
-    private readonly Dictionary<long, StageHost> _stages = [];
+    private readonly IStageRegistry _stages;
     private readonly Lock? _sessionsGate;
     private readonly Dictionary<long, ClientSession> _sessions = [];
     private long _nextSessionId;
@@ -27,6 +27,7 @@ public sealed class PlayServer : ServerNode
     {
         _stagesGate = NodeLock.Create(Options);
         _sessionsGate = NodeLock.Create(Options);
+        _stages = Parts.StageRegistry(this);
     }
 
     public int StageCount
@@ -72,7 +73,7 @@ public sealed class PlayServer : ServerNode
     {
         using (NodeLock.Enter(_stagesGate))
         {
-            return _stages.ContainsKey(stageId);
+            return _stages.TryGet(stageId, out _);
         }
     }
 
@@ -81,7 +82,7 @@ public sealed class PlayServer : ServerNode
     {
         using (NodeLock.Enter(_stagesGate))
         {
-            return [.. _stages.Values.OrderBy(s => s.StageId).Select(s => new StageStatistics(s.StageId, s.StageType, s.MailboxLength, s.MailboxHighWater, s.Actors.Count))];
+            return [.. _stages.Stages.OrderBy(s => s.StageId).Select(s => new StageStatistics(s.StageId, s.StageType, s.MailboxLength, s.MailboxHighWater, s.Actors.Count))];
         }
     }
 
@@ -95,7 +96,7 @@ public sealed class PlayServer : ServerNode
         StageHost? stage;
         using (NodeLock.Enter(_stagesGate))
         {
-            _stages.TryGetValue(stageId, out stage);
+            _stages.TryGet(stageId, out stage);
         }
 
         if (stage is null)
@@ -301,7 +302,7 @@ public sealed class PlayServer : ServerNode
         {
             using (NodeLock.Enter(_stagesGate))
             {
-                if (_stages.TryGetValue(stageId, out var found))
+                if (_stages.TryGet(stageId, out var found))
                 {
                     return found;
                 }
@@ -326,7 +327,7 @@ public sealed class PlayServer : ServerNode
         errorCode = ErrorCodes.Success;
         using (NodeLock.Enter(_stagesGate))
         {
-            if (_stages.TryGetValue(stageId, out var existing))
+            if (_stages.TryGet(stageId, out var existing))
             {
                 return existing;
             }
@@ -349,7 +350,7 @@ public sealed class PlayServer : ServerNode
                 return null;
             }
 
-            _stages.Add(stageId, host);
+            _stages.Add(host);
             _stagesHighWater = Math.Max(_stagesHighWater, _stages.Count);
             host.Post(createMessage);
             created = true;
@@ -357,14 +358,20 @@ public sealed class PlayServer : ServerNode
         }
     }
 
-    internal void RemoveStage(StageHost stage)
+    /// <summary>The stage's create succeeded (called from its Create turn).</summary>
+    internal void OnStageCreated(StageHost stage)
     {
         using (NodeLock.Enter(_stagesGate))
         {
-            if (_stages.TryGetValue(stage.StageId, out var current) && ReferenceEquals(current, stage))
-            {
-                _stages.Remove(stage.StageId);
-            }
+            _stages.OnCreated(stage);
+        }
+    }
+
+    internal void RemoveStage(StageHost stage, StageRemoval why)
+    {
+        using (NodeLock.Enter(_stagesGate))
+        {
+            _stages.Remove(stage, why);
         }
     }
 
@@ -458,7 +465,7 @@ public sealed class PlayServer : ServerNode
         StageHost? stage;
         using (NodeLock.Enter(_stagesGate))
         {
-            _stages.TryGetValue(message.StageId, out stage);
+            _stages.TryGet(message.StageId, out stage);
         }
 
         if (stage is null)

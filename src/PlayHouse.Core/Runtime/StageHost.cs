@@ -577,7 +577,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
 
             // A stage whose creation failed is removed at once, so no zombie keeps its id (B16).
-            CloseNow(ErrorCodes.CreateStageFailed);
+            CloseNow(ErrorCodes.CreateStageFailed, StageRemoval.CreateFailed);
             return;
         }
 
@@ -585,6 +585,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             _state = StageState.Running;
         }
+
+        _server.OnStageCreated(this);
 
         if (message.Reply.IsRequest)
         {
@@ -742,7 +744,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         Lifecycle(null, LifecycleEvent.StageDestroy);
         await _stage!.OnDestroy();
-        CloseNow(ErrorCodes.StageNotFound);
+        CloseNow(ErrorCodes.StageNotFound, StageRemoval.Destroyed);
     }
 
     private void RemoveActor(ActorHost actor)
@@ -755,7 +757,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     }
 
     /// <summary>Closes the stage: timers stop, the registry forgets it, and queued messages fail with <paramref name="errorCode"/>.</summary>
-    private void CloseNow(ushort errorCode)
+    private void CloseNow(ushort errorCode, StageRemoval why)
     {
         List<StageMessage> orphans;
         using (NodeLock.Enter(_gate))
@@ -782,7 +784,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
         _gameLoop?.Stop();
         _gameLoop = null;
-        _server.RemoveStage(this);
+        _server.RemoveStage(this, why);
         for (var i = 0; i < orphans.Count; i++)
         {
             var orphan = orphans[i];

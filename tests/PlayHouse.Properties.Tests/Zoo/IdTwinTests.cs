@@ -39,6 +39,33 @@ public sealed class IdTwinTests
         workload.Passed.ShouldBeFalse();
     }
 
+    [Fact]
+    public void StageCreate_RegistryThatRecordsStagesWhenCreated_CreatesTheStageOncePerConcurrentFirstJoin()
+    {
+        var options = new ScenarioCatalogDefaults("stage-create").Options with { Clients = 2, Stages = 1, RequestsPerClient = 2 };
+
+        var correct = Run(options);
+        var flawed = Run(options with { Flaws = "B16d" });
+
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
+        flawed.Verdicts.Single(v => v.CheckerName == "Lifecycle").FirstViolationMessage.ShouldNotBeNull().ShouldContain("StageCreate after [StageCreate]");
+    }
+
+    [Fact]
+    public void StageCreate_RegistryThatKeepsFailedStages_LeavesAZombieThatTheCheckerNames()
+    {
+        var options = new ScenarioCatalogDefaults("stage-create").Options with { Clients = 1, Stages = 1, RequestsPerClient = 2 };
+
+        var correct = Run(options);
+        var flawed = Run(options with { Flaws = "B16e" });
+
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        correct.RequestsSucceeded.ShouldBe(2);
+        flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
+        flawed.Verdicts.Single(v => v.CheckerName == "Lifecycle").FirstViolationMessage.ShouldNotBeNull().ShouldContain("its create failed but the stage is still registered");
+    }
+
     private static SimReport Run(SimOptions options, ulong seed = 1) =>
         SimRunner.Run(ScenarioCatalog.Create(options.Scenario), seed, options);
 
