@@ -280,13 +280,14 @@ public static class TcpScenarioRunner
 
             using var limit = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
             limit.CancelAfter(settings.TimeLimit);
-            await PrepareAsync(shape, cluster, options, scenarioChecker).WaitAsync(limit.Token).ConfigureAwait(false);
+            var rooms = await PrepareAsync(shape, cluster, options, scenarioChecker).WaitAsync(limit.Token).ConfigureAwait(false);
 
             var play = cluster.PlayServers.Select(n => n.NodeId).ToList();
             for (var i = 0; i < options.Clients; i++)
             {
                 var stageId = (i % options.Stages) + 1L;
-                drivers.Add(new TcpWorkloadDriver(cluster, play[(int)((stageId - 1) % play.Count)], i + 1L, stageId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
+                var (nodeId, roomId) = rooms.Count > 0 ? rooms[i % rooms.Count] : (play[(int)((stageId - 1) % play.Count)], stageId);
+                drivers.Add(new TcpWorkloadDriver(cluster, nodeId, i + 1L, roomId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
             }
 
             await Task.WhenAll(drivers.Select(d => d.StartAsync())).WaitAsync(limit.Token).ConfigureAwait(false);
@@ -415,8 +416,37 @@ public static class TcpScenarioRunner
         return [.. options.ToKeyValues().Where(kv => IgnoredOptionKeys.Contains(kv.Key, StringComparer.Ordinal) && baseline[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}")];
     }
 
-    private static async Task PrepareAsync(Shape shape, TcpCluster cluster, SimOptions options, ScenarioChecker checker)
+    /// <summary>Creates the stages the scenario makes before its clients start; returns the rooms when the play servers picked their ids.</summary>
+    private static async Task<List<(string NodeId, long StageId)>> PrepareAsync(Shape shape, TcpCluster cluster, SimOptions options, ScenarioChecker checker)
     {
+        var rooms = new List<(string NodeId, long StageId)>();
+        if (shape.AllocateStageIds)
+        {
+            // Every create at once, naming no id: each must come back with a new room of its own.
+            var api = cluster.ApiServers.FirstOrDefault()?.Api
+                ?? throw new InvalidOperationException($"The {shape.Name} scenario needs at least one API server (apiServers >= 1).");
+            var targets = cluster.PlayServers.Select(n => n.NodeId).ToList();
+            var creates = Enumerable.Range(0, options.Stages).Select(i => (Target: targets[i % targets.Count], Create: api.CreateStage(targets[i % targets.Count], WorkloadScenario.StageType, "CreateRoom", Payload.Empty))).ToList();
+            foreach (var (target, create) in creates)
+            {
+                using var response = await create.ConfigureAwait(false);
+                if (!response.IsSuccess)
+                {
+                    checker.Fail($"the API server could not create a new room on {target}: {ErrorCodes.Describe(response.ErrorCode)}");
+                }
+                else if (rooms.Contains((target, response.StageId)))
+                {
+                    checker.Fail($"two creates on {target} got stage id {response.StageId}; every new room needs its own id");
+                }
+                else
+                {
+                    rooms.Add((target, response.StageId));
+                }
+            }
+
+            return rooms;
+        }
+
         if (shape.RelayToBackend)
         {
             foreach (var node in cluster.PlayServers)
@@ -444,6 +474,8 @@ public static class TcpScenarioRunner
                 }
             }
         }
+
+        return rooms;
     }
 
     /// <summary>The timers scenario runs until every stage's count timer could have fired its last shot.</summary>
@@ -504,7 +536,7 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0)
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
@@ -515,6 +547,7 @@ public static class TcpScenarioRunner
             ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
+            ApiAllocateScenario => new("api-allocate", WorkloadMsgIds.Echo, CreateStagesOnJoin: false, AllocateStageIds: true),
             StageCreateScenario => new("stage-create", WorkloadMsgIds.Echo, CreateDelayMs: StageCreateScenario.CreateDelayMs, CreateFailuresPerStage: StageCreateScenario.CreateFailuresPerStage),
             _ => null,
         };

@@ -20,6 +20,9 @@ public sealed record NodeParts
     /// <summary>Makes the stage registry of each play server (stages by id, from before their create until they are gone, B16).</summary>
     internal Func<PlayServer, IStageRegistry> StageRegistry { get; init; } = static _ => new PlayHouse.Core.Runtime.StageRegistry();
 
+    /// <summary>Makes the allocator of stage ids for creates that name none, one per play server (B16).</summary>
+    internal Func<PlayServer, IStageIdAllocator> StageIds { get; init; } = static _ => new SequentialStageIds();
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

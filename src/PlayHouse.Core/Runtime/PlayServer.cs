@@ -13,9 +13,14 @@ public sealed class PlayServer : ServerNode
     /// <summary>The heartbeat msg id, echoed by the server before or after authentication.</summary>
     public const string HeartbeatMsgId = "@Heart@Beat@";
 
+    /// <summary>The stage id a create names to have the server pick a new one (<see cref="NodeParts.StageIds"/>).</summary>
+    public const long NewStageId = 0;
+
     private readonly Dictionary<string, StageRegistration> _stageTypes = new(StringComparer.Ordinal);
     private readonly Lock? _stagesGate;
     private readonly IStageRegistry _stages;
+    private readonly IStageIdAllocator _stageIds;
+    private readonly Func<long, bool> _isStageIdTaken;
     private readonly Lock? _sessionsGate;
     private readonly Dictionary<long, ClientSession> _sessions = [];
     private long _nextSessionId;
@@ -28,6 +33,8 @@ public sealed class PlayServer : ServerNode
         _stagesGate = NodeLock.Create(Options);
         _sessionsGate = NodeLock.Create(Options);
         _stages = Parts.StageRegistry(this);
+        _stageIds = Parts.StageIds(this);
+        _isStageIdTaken = id => _stages.TryGet(id, out _);
     }
 
     public int StageCount
@@ -86,7 +93,8 @@ public sealed class PlayServer : ServerNode
         }
     }
 
-    /// <summary>Creates a stage from inside this server (a test or a host); the reply says how it went.</summary>
+    /// <summary>Creates a stage from inside this server (a test or a host); the reply says how it went. Stage id
+    /// <see cref="NewStageId"/> has the server pick a new id, which the response's <see cref="Response.StageId"/> carries.</summary>
     public Task<Response> CreateStage(string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
         RequestAsync(NodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.CreateStage, stageType);
 
@@ -321,12 +329,17 @@ public sealed class PlayServer : ServerNode
     /// Create message is the first thing in its mailbox and a join from another thread always queues behind it (the
     /// TCP scenarios' lifecycle checker caught a join that found the host between its registration and its Create).
     /// </summary>
-    private StageHost? GetOrCreateHost(string stageType, long stageId, in StageMessage createMessage, out bool created, out ushort errorCode)
+    private StageHost? GetOrCreateHost(string stageType, long stageId, in StageMessage createMessage, out bool created, out ushort errorCode, bool allocateId = false)
     {
         created = false;
         errorCode = ErrorCodes.Success;
         using (NodeLock.Enter(_stagesGate))
         {
+            if (allocateId)
+            {
+                stageId = _stageIds.Next(_isStageIdTaken);
+            }
+
             if (_stages.TryGet(stageId, out var existing))
             {
                 return existing;
@@ -525,7 +538,9 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        var stage = GetOrCreateHost(message.StageType ?? string.Empty, message.StageId, new StageMessage { Kind = StageWorkKind.Create, MsgId = message.MsgId, Payload = message.Payload, Reply = reply }, out var created, out var errorCode);
+        // A create that names no stage gets a new id, picked under the registry lock so nothing can take it meanwhile.
+        var allocate = !getOrCreate && message.StageId == NewStageId;
+        var stage = GetOrCreateHost(message.StageType ?? string.Empty, message.StageId, new StageMessage { Kind = StageWorkKind.Create, MsgId = message.MsgId, Payload = message.Payload, Reply = reply }, out var created, out var errorCode, allocate);
         if (stage is null)
         {
             message.Payload.DisposeIfOwner();

@@ -131,7 +131,7 @@ internal sealed class RequestTable : IDisposable
             return;
         }
 
-        Deliver(request, RequestOutcome.Replied, new Response(reply.ErrorCode, reply.MsgId, reply.Payload));
+        Deliver(request, RequestOutcome.Replied, new Response(reply.ErrorCode, reply.MsgId, reply.Payload) { StageId = reply.StageId });
     }
 
     /// <summary>Completes a registered request with an error before any reply (the send failed).</summary>

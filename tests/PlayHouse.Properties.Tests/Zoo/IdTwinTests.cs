@@ -1,4 +1,5 @@
 using PlayHouse.Fixtures.Scenarios;
+using PlayHouse.Simulation.Network;
 using PlayHouse.Simulation.Runs;
 using Shouldly;
 
@@ -64,6 +65,20 @@ public sealed class IdTwinTests
         correct.RequestsSucceeded.ShouldBe(2);
         flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
         flawed.Verdicts.Single(v => v.CheckerName == "Lifecycle").FirstViolationMessage.ShouldNotBeNull().ShouldContain("its create failed but the stage is still registered");
+    }
+
+    [Fact]
+    public void ApiAllocate_MillisecondClockIds_TwoCreatesInOneMillisecondCollide()
+    {
+        var options = new ScenarioCatalogDefaults("api-allocate").Options with { Clients = 2, Stages = 2, RequestsPerClient = 2, LatencyShape = LatencyShape.Fixed };
+
+        var correct = Run(options);
+        var flawed = Run(options with { Flaws = "B16f" });
+
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        correct.ScenarioMetrics.ShouldContain(new KeyValuePair<string, string>("stages", "2"));
+        flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
+        flawed.Failure.ShouldNotBeNull().ShouldContain("StageAlreadyExists");
     }
 
     private static SimReport Run(SimOptions options, ulong seed = 1) =>
