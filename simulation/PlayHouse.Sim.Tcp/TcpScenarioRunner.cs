@@ -255,6 +255,7 @@ public static class TcpScenarioRunner
             };
             var transportOptions = new TcpTransportOptions();
             cluster = new TcpClusterBuilder()
+                .WithNodeIds(shape.PlayServerIds ?? [])
                 .WithPlayServers(options.PlayServers)
                 .WithApiServers(options.ApiServers)
                 .WithTime(time)
@@ -278,6 +279,10 @@ public static class TcpScenarioRunner
                 checkers.Queues.WatchMailboxes(node.Server, checkers.Options.MailboxInternalEntriesAllowance);
             }
 
+            // A TCP link learns its peer from the frames themselves, so only the caches' sizes are judged here.
+            var nodes = cluster.Nodes;
+            workload.MeshSenders.WatchSenderCaches(() => nodes.Select(n => (n.NodeId, n.Server.SenderIds.Count, nodes.Count - 1)));
+
             using var limit = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
             limit.CancelAfter(settings.TimeLimit);
             var rooms = await PrepareAsync(shape, cluster, options, scenarioChecker).WaitAsync(limit.Token).ConfigureAwait(false);
@@ -286,7 +291,10 @@ public static class TcpScenarioRunner
             for (var i = 0; i < options.Clients; i++)
             {
                 var stageId = (i % options.Stages) + 1L;
-                var (nodeId, roomId) = rooms.Count > 0 ? rooms[i % rooms.Count] : (play[(int)((stageId - 1) % play.Count)], stageId);
+                // With named servers (mesh-ids) clients take the servers in turn, as the simulated scenario places them.
+                var (nodeId, roomId) = rooms.Count > 0 ? rooms[i % rooms.Count]
+                    : shape.PlayServerIds is not null ? (play[i % play.Count], stageId)
+                    : (play[(int)((stageId - 1) % play.Count)], stageId);
                 drivers.Add(new TcpWorkloadDriver(cluster, nodeId, i + 1L, roomId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
             }
 
@@ -536,7 +544,7 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false)
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false, IReadOnlyList<string>? PlayServerIds = null)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
@@ -547,6 +555,7 @@ public static class TcpScenarioRunner
             ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
+            MeshIdsScenario => new("mesh-ids", WorkloadMsgIds.ApiCall, PlayServerIds: MeshIdsScenario.PlayServerIds),
             ApiAllocateScenario => new("api-allocate", WorkloadMsgIds.Echo, CreateStagesOnJoin: false, AllocateStageIds: true),
             StageCreateScenario => new("stage-create", WorkloadMsgIds.Echo, CreateDelayMs: StageCreateScenario.CreateDelayMs, CreateFailuresPerStage: StageCreateScenario.CreateFailuresPerStage),
             _ => null,

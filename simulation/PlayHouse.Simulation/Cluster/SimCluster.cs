@@ -30,6 +30,8 @@ public sealed class SimClusterBuilder(ulong seed)
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
     private NodeParts _nodeParts = NodeParts.Standard;
+    private IReadOnlyList<string> _playServerIds = [];
+    private IReadOnlyList<string> _apiServerIds = [];
 
     public ulong Seed { get; } = seed;
 
@@ -44,6 +46,26 @@ public sealed class SimClusterBuilder(ulong seed)
     {
         ArgumentOutOfRangeException.ThrowIfNegative(count);
         _apiServers = count;
+        return this;
+    }
+
+    /// <summary>
+    /// Names the servers: the first play servers take <paramref name="playServerIds"/> in order, the first API servers
+    /// <paramref name="apiServerIds"/>; servers past a list keep the default names (play-N, api-N). Fault plans and
+    /// options name nodes by these ids.
+    /// </summary>
+    public SimClusterBuilder WithNodeIds(IReadOnlyList<string> playServerIds, IReadOnlyList<string>? apiServerIds = null)
+    {
+        ArgumentNullException.ThrowIfNull(playServerIds);
+        apiServerIds ??= [];
+        var all = playServerIds.Concat(apiServerIds).ToList();
+        if (all.Any(string.IsNullOrEmpty) || all.Distinct(StringComparer.Ordinal).Count() != all.Count)
+        {
+            throw new ArgumentException($"Node ids must be non-empty and distinct: {string.Join(", ", all)}.", nameof(playServerIds));
+        }
+
+        _playServerIds = [.. playServerIds];
+        _apiServerIds = [.. apiServerIds];
         return this;
     }
 
@@ -117,12 +139,12 @@ public sealed class SimClusterBuilder(ulong seed)
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
         {
-            cluster.AddNode($"play-{i}", SimNodeKind.Play);
+            cluster.AddNode(i <= _playServerIds.Count ? _playServerIds[i - 1] : $"play-{i}", SimNodeKind.Play);
         }
 
         for (var i = 1; i <= _apiServers; i++)
         {
-            cluster.AddNode($"api-{i}", SimNodeKind.Api);
+            cluster.AddNode(i <= _apiServerIds.Count ? _apiServerIds[i - 1] : $"api-{i}", SimNodeKind.Api);
         }
 
         for (var i = 1; i <= _clients; i++)
@@ -239,6 +261,12 @@ public sealed class SimCluster : IDisposable
     public NodeParts NodeParts { get; internal init; } = NodeParts.Standard;
 
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
+
+    /// <summary>
+    /// Hears every mesh frame whose recorded sender (as the receiving node's decoder resolved it) is not the node that
+    /// sent it: receiving node, true sender, recorded sender. Set it before the run starts.
+    /// </summary>
+    public Action<string, string, string>? WrongMeshSender { get; set; }
 
     /// <summary>The play servers' stage registries, as the lifecycle checker reads them.</summary>
     public IStageRegistryView StageRegistries => new RegistryView(this);
@@ -380,7 +408,10 @@ public sealed class SimCluster : IDisposable
             node.Server = api;
         }
 
-        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics);
+        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics)
+        {
+            WrongSender = (nodeId, trueSender, recorded) => WrongMeshSender?.Invoke(nodeId, trueSender, recorded),
+        };
         node.Server.Mesh = node.Mesh;
         node.IsUp = true;
     }

@@ -23,6 +23,9 @@ public sealed record NodeParts
     /// <summary>Makes the allocator of stage ids for creates that name none, one per play server (B16).</summary>
     internal Func<PlayServer, IStageIdAllocator> StageIds { get; init; } = static _ => new SequentialStageIds();
 
+    /// <summary>Makes the node's sender-id cache, through which its mesh decoders resolve each frame's sender (B4).</summary>
+    internal Func<ServerNode, Mesh.ISenderIdCache> SenderIds { get; init; } = static node => new Mesh.Utf8SenderIdCache(singleThreaded: node.Options.SingleThreaded);
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

@@ -62,6 +62,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         OffStageContext = new ExecutorSynchronizationContext(Executor);
         Requests = new RequestTable(this);
         _expiredInbound = new RecentIds(Options.RecentCompletionsMax);
+        SenderIds = Parts.SenderIds(this);
     }
 
     public string NodeId { get; }
@@ -85,6 +86,12 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
     /// <summary>The context off-stage work and API handlers run under, so their awaits resume through the executor.</summary>
     internal ExecutorSynchronizationContext OffStageContext { get; }
+
+    /// <summary>
+    /// The sender ids of mesh frames this node received, as shared strings: its mesh transports hand it to their
+    /// decoders, so a peer's id is one string however many frames it sends.
+    /// </summary>
+    public Mesh.ISenderIdCache SenderIds { get; }
 
     /// <summary>The mesh this node sends through; wired by the cluster builder.</summary>
     public IMeshTransport? Mesh { get; set; }

@@ -1,3 +1,5 @@
+using PlayHouse.Core.Mesh;
+using PlayHouse.Fixtures.Flawed.Mesh;
 using PlayHouse.Fixtures.Scenarios;
 using PlayHouse.Simulation.Network;
 using PlayHouse.Simulation.Runs;
@@ -79,6 +81,62 @@ public sealed class IdTwinTests
         correct.ScenarioMetrics.ShouldContain(new KeyValuePair<string, string>("stages", "2"));
         flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
         flawed.Failure.ShouldNotBeNull().ShouldContain("StageAlreadyExists");
+    }
+
+    [Theory]
+    [InlineData("costarring", "liquid")]
+    [InlineData("play-8638", "play-754906")]
+    public void Fnv1a32_OfTheCataloguesPairs_Collides_AndTheTwinReturnsTheFirstIdForTheSecond(string first, string second)
+    {
+        var firstBytes = System.Text.Encoding.UTF8.GetBytes(first);
+        var secondBytes = System.Text.Encoding.UTF8.GetBytes(second);
+        Fnv1aSenderIdCache.Fnv1a32(firstBytes).ShouldBe(Fnv1aSenderIdCache.Fnv1a32(secondBytes));
+
+        var flawed = new Fnv1aSenderIdCache();
+        flawed.TryGetString(firstBytes, out var a).ShouldBeTrue();
+        flawed.TryGetString(secondBytes, out var b).ShouldBeTrue();
+        a.ShouldBe(first);
+        b.ShouldBe(first);
+
+        var correct = new Utf8SenderIdCache(singleThreaded: true);
+        correct.TryGetString(firstBytes, out var c).ShouldBeTrue();
+        correct.TryGetString(secondBytes, out var d).ShouldBeTrue();
+        c.ShouldBe(first);
+        d.ShouldBe(second);
+    }
+
+    [Fact]
+    public void SenderIdCaches_UnderTenThousandDistinctIds_TheFlawedOneNeverShrinksWhileTheCorrectOneStaysWithinItsCapacity()
+    {
+        var flawed = new Fnv1aSenderIdCache();
+        var correct = new Utf8SenderIdCache(capacity: 64, singleThreaded: true);
+        for (var i = 0; i < 10_000; i++)
+        {
+            var id = System.Text.Encoding.UTF8.GetBytes($"play-{i}");
+            flawed.TryGetString(id, out _).ShouldBeTrue();
+            correct.TryGetString(id, out var value).ShouldBeTrue();
+            value.ShouldBe($"play-{i}");
+        }
+
+        flawed.Count.ShouldBeGreaterThan(9_900);
+        correct.Count.ShouldBe(64);
+    }
+
+    [Fact]
+    public void MeshIds_FnvKeyedSenderCache_RecordsTheSecondPeerAsTheFirstAndItsRepliesGoAstray()
+    {
+        var options = new ScenarioCatalogDefaults("mesh-ids").Options with { Clients = 2, Stages = 1, RequestsPerClient = 3 };
+
+        var correct = Run(options);
+        var flawed = Run(options with { Flaws = "B4" });
+
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        correct.Verdicts.Single(v => v.CheckerName == "MeshSender").Passed.ShouldBeTrue();
+        flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
+        flawed.Verdicts.Single(v => v.CheckerName == "MeshSender").FirstViolationMessage.ShouldNotBeNull()
+            .ShouldBeOneOf(
+                "node api-1 recorded a mesh frame from play-754906 as sent by play-8638; its reply would go to play-8638",
+                "node api-1 recorded a mesh frame from play-8638 as sent by play-754906; its reply would go to play-754906");
     }
 
     private static SimReport Run(SimOptions options, ulong seed = 1) =>
