@@ -208,6 +208,11 @@ public static class TcpScenarioRunner
         options.Validate();
         var shape = Shape.Of(scenario) ?? throw new NotSupportedException($"Scenario '{scenario.Name}' has no TCP shape; supported: {string.Join(", ", ScenarioCatalog.Names)}.");
         var ignored = IgnoredOptions(options, scenario.Defaults);
+        if (shape.WebSocketClients)
+        {
+            // Real sockets have no WebSocket transport yet: the scenario's WebSocket clients connect over TCP.
+            ignored.Add("WebSocket clients (no WebSocket transport over real sockets yet: every client runs over TCP)");
+        }
         if (shape.ForcedMode is { } mode)
         {
             if (options.Mode != mode)
@@ -544,7 +549,7 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false, IReadOnlyList<string>? PlayServerIds = null)
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false, IReadOnlyList<string>? PlayServerIds = null, bool WebSocketClients = false)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
@@ -555,6 +560,7 @@ public static class TcpScenarioRunner
             ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
+            MixedTransportsScenario => new("mixed-transports", WorkloadMsgIds.Echo, WebSocketClients: true),
             MeshIdsScenario => new("mesh-ids", WorkloadMsgIds.ApiCall, PlayServerIds: MeshIdsScenario.PlayServerIds),
             ApiAllocateScenario => new("api-allocate", WorkloadMsgIds.Echo, CreateStagesOnJoin: false, AllocateStageIds: true),
             StageCreateScenario => new("stage-create", WorkloadMsgIds.Echo, CreateDelayMs: StageCreateScenario.CreateDelayMs, CreateFailuresPerStage: StageCreateScenario.CreateFailuresPerStage),

@@ -1,6 +1,7 @@
 using PlayHouse.Core.Codec;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Network;
 
 namespace PlayHouse.Simulation.Clients;
@@ -53,6 +54,8 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private readonly Stack<int> _freeSlots = new();
     private readonly TimeoutTimer _timeoutTimer;
     private ServerFrameDecoder? _decoder;
+    private WebSocketFrameDecoder? _webSocket;
+    private readonly Xoshiro256StarStar? _maskKeys;
     private SimConnection? _connection;
     private ushort _lastSeq;
     private int _head = -1;
@@ -61,8 +64,17 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private long _armedDeadlineTicks = long.MaxValue;
     private ITimer? _heartbeat;
 
-    public SimClient(SimNetwork network, string endpoint, MessagePool pool, Utf8StringCache msgIds, int inFlightMax = 1024)
+    /// <param name="network">The network the client's connections cross.</param>
+    /// <param name="endpoint">The client's own endpoint name.</param>
+    /// <param name="pool">Where received payloads are rented.</param>
+    /// <param name="msgIds">Shared msg-id strings.</param>
+    /// <param name="inFlightMax">The most requests kept pending.</param>
+    /// <param name="transport">How the client reaches its server; a WebSocket client connects to the server's WebSocket endpoint.</param>
+    /// <param name="seed">The client's own randomness (a WebSocket client draws its frames' mask keys from it).</param>
+    public SimClient(SimNetwork network, string endpoint, MessagePool pool, Utf8StringCache msgIds, int inFlightMax = 1024, SimClientTransport transport = SimClientTransport.Tcp, ulong seed = 0)
     {
+        Transport = transport;
+        _maskKeys = transport == SimClientTransport.WebSocket ? new Xoshiro256StarStar(seed) : null;
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(inFlightMax);
         ArgumentOutOfRangeException.ThrowIfGreaterThan(inFlightMax, ushort.MaxValue - 1);
         _network = network;
@@ -82,6 +94,9 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     }
 
     public string Endpoint { get; }
+
+    /// <summary>How this client reaches its server.</summary>
+    public SimClientTransport Transport { get; }
 
     /// <summary>Free for the owner (a workload driver), so reply callbacks can be static and allocate nothing.</summary>
     public object? Tag { get; set; }
@@ -113,6 +128,7 @@ public sealed class SimClient : IDisposable, IStreamReceiver
 
         _decoder?.Dispose();
         _decoder = new ServerFrameDecoder(_pool, _msgIds, new FrameDecoderOptions { PayloadOwner = "client-receive" });
+        _webSocket = Transport == SimClientTransport.WebSocket ? new WebSocketFrameDecoder(expectMasked: false, WireProtocol.MaxFrameBytes) : null;
         var connection = _network.Connect(Endpoint, serverEndpoint);
         _connection = connection;
         connection.SetReceiver(this);
@@ -200,9 +216,27 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private bool Write(string msgId, ushort seq, long stageId, ReadOnlySpan<byte> payload)
     {
         var length = ClientFrameEncoder.GetEncodedLength(msgId, payload.Length);
+        if (_maskKeys is not null)
+        {
+            return WriteWebSocket(msgId, seq, stageId, payload, length);
+        }
+
         var scratch = _network.SendScratch(length);
         ClientFrameEncoder.Encode(scratch, msgId, seq, stageId, payload);
         return _connection!.Send(scratch.AsSpan(0, length));
+    }
+
+    /// <summary>The packet in one binary frame, masked with a fresh key as RFC 6455 asks of a client.</summary>
+    private bool WriteWebSocket(string msgId, ushort seq, long stageId, ReadOnlySpan<byte> payload, int packetBytes)
+    {
+        var key = (uint)_maskKeys!.NextUInt64();
+        var headerBytes = WebSocketFraming.GetHeaderLength(packetBytes, masked: true);
+        var scratch = _network.SendScratch(headerBytes + packetBytes);
+        WebSocketFraming.WriteHeader(scratch, packetBytes, key);
+        var packet = scratch.AsSpan(headerBytes, packetBytes);
+        ClientFrameEncoder.Encode(packet, msgId, seq, stageId, payload);
+        WebSocketFraming.Mask(packet, key, 0);
+        return _connection!.Send(scratch.AsSpan(0, headerBytes + packetBytes));
     }
 
     private void SendHeartbeat()
@@ -223,6 +257,12 @@ public sealed class SimClient : IDisposable, IStreamReceiver
 
         try
         {
+            if (_webSocket is not null)
+            {
+                OnWebSocketData(connection, data);
+                return;
+            }
+
             while (_decoder.TryDecode(ref data, out var frame))
             {
                 using (frame)
@@ -235,6 +275,44 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         {
             Statistics.BadFrames++;
             connection.Reset($"client got a malformed frame: {ex.Error}");
+        }
+    }
+
+    /// <summary>WebSocket messages, each exactly one server packet.</summary>
+    private void OnWebSocketData(SimConnection connection, ReadOnlySpan<byte> data)
+    {
+        while (_webSocket!.TryDecode(ref data, out var opcode, out var message))
+        {
+            if (opcode == WebSocketOpcode.Close)
+            {
+                Disconnect("server closed the WebSocket");
+                return;
+            }
+
+            if (opcode != WebSocketOpcode.Binary)
+            {
+                continue;
+            }
+
+            if (!_decoder!.TryDecode(ref message, out var frame))
+            {
+                throw new FrameDecodeException(FrameError.WebSocketMessageNotOnePacket, "WebSocketMessageNotOnePacket: a message held part of a packet.", 0);
+            }
+
+            using (frame)
+            {
+                if (!message.IsEmpty)
+                {
+                    throw new FrameDecodeException(FrameError.WebSocketMessageNotOnePacket, $"WebSocketMessageNotOnePacket: {message.Length} bytes followed the packet in its message.", 0);
+                }
+
+                OnFrame(frame);
+            }
+
+            if (!ReferenceEquals(connection, _connection))
+            {
+                return;
+            }
         }
     }
 

@@ -24,6 +24,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private int _apiServers;
     private int _clients;
     private int _clientInFlightMax = 1024;
+    private IReadOnlyList<SimClientTransport> _clientTransports = [SimClientTransport.Tcp];
     private ServerOptions _serverOptions = new();
     private PathOptions _network = new();
     private MeshSemantics _meshSemantics = MeshSemantics.Stream;
@@ -74,6 +75,19 @@ public sealed class SimClusterBuilder(ulong seed)
         ArgumentOutOfRangeException.ThrowIfNegative(count);
         _clients = count;
         _clientInFlightMax = inFlightMax;
+        return this;
+    }
+
+    /// <summary>
+    /// How the clients reach their play servers: client i takes <c>transports[i % transports.Length]</c>, so
+    /// <c>WithClientTransports(Tcp, WebSocket)</c> alternates them. Every play server serves both transports at once
+    /// (two endpoints into one server). The default is every client over TCP.
+    /// </summary>
+    public SimClusterBuilder WithClientTransports(params SimClientTransport[] transports)
+    {
+        ArgumentNullException.ThrowIfNull(transports);
+        ArgumentOutOfRangeException.ThrowIfZero(transports.Length);
+        _clientTransports = [.. transports];
         return this;
     }
 
@@ -149,7 +163,7 @@ public sealed class SimClusterBuilder(ulong seed)
 
         for (var i = 1; i <= _clients; i++)
         {
-            cluster.AddClient($"client-{i}", _clientInFlightMax);
+            cluster.AddClient($"client-{i}", _clientInFlightMax, _clientTransports[(i - 1) % _clientTransports.Count]);
         }
 
         cluster.WorkloadSeed = world.NextChildSeed();
@@ -201,6 +215,12 @@ public sealed class SimNode
 
     /// <summary>The endpoint clients connect to (play servers only).</summary>
     public string ClientEndpoint => "play:" + NodeId;
+
+    /// <summary>The endpoint WebSocket clients connect to (play servers only): the server's second transport.</summary>
+    public string WebSocketEndpoint => "ws:" + NodeId;
+
+    /// <summary>The endpoint a client of <paramref name="transport"/> connects to.</summary>
+    public string EndpointFor(SimClientTransport transport) => transport == SimClientTransport.WebSocket ? WebSocketEndpoint : ClientEndpoint;
 
     internal NodeExecutor Executor { get; set; } = null!;
 
@@ -323,10 +343,12 @@ public sealed class SimCluster : IDisposable
         (Observer as INodeCrashAware)?.OnNodeCrashed(nodeId);
         node.Mesh.Kill();
         Network.StopListening(node.ClientEndpoint);
+        Network.StopListening(node.WebSocketEndpoint);
         Network.StopListening(node.Mesh.Endpoint);
         Network.Unbind(node.Mesh.Endpoint);
         Network.ResetEndpoint(node.Mesh.Endpoint, $"{nodeId} crashed");
         Network.ResetEndpoint(node.ClientEndpoint, $"{nodeId} crashed");
+        Network.ResetEndpoint(node.WebSocketEndpoint, $"{nodeId} crashed");
         return true;
     }
 
@@ -369,12 +391,12 @@ public sealed class SimCluster : IDisposable
         Start(node);
     }
 
-    internal void AddClient(string name, int inFlightMax)
+    internal void AddClient(string name, int inFlightMax, SimClientTransport transport)
     {
-        // Each client draws its seed in order even if it does not use randomness yet, so adding randomness to
-        // clients later does not shift the seeds of everything drawn after them.
-        _ = World.NextChildSeed();
-        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax));
+        // Each client draws its seed in order whether it uses randomness or not (only WebSocket clients do, for their
+        // mask keys), so the seeds of everything drawn after them do not depend on the clients' transports.
+        var seed = World.NextChildSeed();
+        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax, transport, seed));
     }
 
     private void Start(SimNode node)
@@ -396,6 +418,7 @@ public sealed class SimCluster : IDisposable
 
             node.Server = play;
             Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions));
+            Network.Listen(node.WebSocketEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions, SimClientTransport.WebSocket));
         }
         else
         {

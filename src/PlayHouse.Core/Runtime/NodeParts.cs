@@ -26,6 +26,9 @@ public sealed record NodeParts
     /// <summary>Makes the node's sender-id cache, through which its mesh decoders resolve each frame's sender (B4).</summary>
     internal Func<ServerNode, Mesh.ISenderIdCache> SenderIds { get; init; } = static node => new Mesh.Utf8SenderIdCache(singleThreaded: node.Options.SingleThreaded);
 
+    /// <summary>Makes the client session table of each play server (session ids unique across its transports, B14).</summary>
+    internal Func<PlayServer, ISessionTable> Sessions { get; init; } = static _ => new SessionTable();
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

@@ -22,8 +22,7 @@ public sealed class PlayServer : ServerNode
     private readonly IStageIdAllocator _stageIds;
     private readonly Func<long, bool> _isStageIdTaken;
     private readonly Lock? _sessionsGate;
-    private readonly Dictionary<long, ClientSession> _sessions = [];
-    private long _nextSessionId;
+    private readonly ISessionTable _sessions;
     private long _nextActorInstance;
     private int _stagesHighWater;
 
@@ -33,6 +32,7 @@ public sealed class PlayServer : ServerNode
         _stagesGate = NodeLock.Create(Options);
         _sessionsGate = NodeLock.Create(Options);
         _stages = Parts.StageRegistry(this);
+        _sessions = Parts.Sessions(this);
         _stageIds = Parts.StageIds(this);
         _isStageIdTaken = id => _stages.TryGet(id, out _);
     }
@@ -124,9 +124,7 @@ public sealed class PlayServer : ServerNode
         ArgumentNullException.ThrowIfNull(connection);
         using (NodeLock.Enter(_sessionsGate))
         {
-            var id = ++_nextSessionId;
-            _sessions.Add(id, new ClientSession(this, id, connection) { IsListed = true });
-            return id;
+            return _sessions.Open(this, connection).SessionId;
         }
     }
 
@@ -137,7 +135,7 @@ public sealed class PlayServer : ServerNode
         SessionState state;
         using (NodeLock.Enter(_sessionsGate))
         {
-            _sessions.TryGetValue(sessionId, out session);
+            _sessions.TryGet(sessionId, out session);
             state = session?.State ?? SessionState.Closed;
         }
 
@@ -246,7 +244,7 @@ public sealed class PlayServer : ServerNode
     {
         using (NodeLock.Enter(_sessionsGate))
         {
-            _sessions.Remove(session.SessionId);
+            _sessions.Remove(session.SessionId, out _);
             session.IsListed = false;
             session.State = SessionState.Closed;
         }

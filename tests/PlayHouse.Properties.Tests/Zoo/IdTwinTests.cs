@@ -139,6 +139,20 @@ public sealed class IdTwinTests
                 "node api-1 recorded a mesh frame from play-8638 as sent by play-754906; its reply would go to play-754906");
     }
 
+    [Fact]
+    public void MixedTransports_SessionIdsPerTransportInOneTable_AClientsFramesReachTheOtherClientsSession()
+    {
+        var options = new ScenarioCatalogDefaults("mixed-transports").Options with { Clients = 2, RequestsPerClient = 5 };
+
+        var correct = Run(options);
+        var flawed = Run(options with { Flaws = "B14" });
+
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        correct.RequestsSucceeded.ShouldBe(10);
+        flawed.ExitCode.ShouldBe(RunExitCodes.InvariantViolation);
+        flawed.Failure.ShouldNotBeNull().ShouldMatch("ClientRouting|ExactlyOnceRequest");
+    }
+
     private static SimReport Run(SimOptions options, ulong seed = 1) =>
         SimRunner.Run(ScenarioCatalog.Create(options.Scenario), seed, options);
 
