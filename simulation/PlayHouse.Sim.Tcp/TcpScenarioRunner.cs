@@ -208,6 +208,11 @@ public static class TcpScenarioRunner
         options.Validate();
         var shape = Shape.Of(scenario) ?? throw new NotSupportedException($"Scenario '{scenario.Name}' has no TCP shape; supported: {string.Join(", ", ScenarioCatalog.Names)}.");
         var ignored = IgnoredOptions(options, scenario.Defaults);
+        if (shape.WebSocketClients)
+        {
+            // Real sockets have no WebSocket transport yet: the scenario's WebSocket clients connect over TCP.
+            ignored.Add("WebSocket clients (no WebSocket transport over real sockets yet: every client runs over TCP)");
+        }
         if (shape.ForcedMode is { } mode)
         {
             if (options.Mode != mode)
@@ -224,7 +229,7 @@ public static class TcpScenarioRunner
         var rtt = new LatencyHistogram();
         var rttGate = new Lock();
         var registry = new WorkloadStageRegistry();
-        var registryGate = new Lock();
+        var registryGate = registry.Gate;
         var scenarioChecker = new ScenarioChecker(checkers.Context, scenario.Name);
         checkers.Add(scenarioChecker);
 
@@ -252,9 +257,12 @@ public static class TcpScenarioRunner
                 GameLoopStepMs = shape.Timers ? GameLoopStepMs : 0,
                 PeerNodeIds = shape.Peers ? [.. Enumerable.Range(1, options.PlayServers).Select(i => $"play-{i}")] : [],
                 PeerStageCount = options.Stages,
+                CreateDelayMs = shape.CreateDelayMs,
+                CreateFailuresPerStage = shape.CreateFailuresPerStage,
             };
             var transportOptions = new TcpTransportOptions();
             cluster = new TcpClusterBuilder()
+                .WithNodeIds(shape.PlayServerIds ?? [])
                 .WithPlayServers(options.PlayServers)
                 .WithApiServers(options.ApiServers)
                 .WithTime(time)
@@ -278,15 +286,23 @@ public static class TcpScenarioRunner
                 checkers.Queues.WatchMailboxes(node.Server, checkers.Options.MailboxInternalEntriesAllowance);
             }
 
+            // A TCP link learns its peer from the frames themselves, so only the caches' sizes are judged here.
+            var nodes = cluster.Nodes;
+            workload.MeshSenders.WatchSenderCaches(() => nodes.Select(n => (n.NodeId, n.Server.SenderIds.Count, nodes.Count - 1)));
+
             using var limit = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
             limit.CancelAfter(settings.TimeLimit);
-            await PrepareAsync(shape, cluster, options, scenarioChecker).WaitAsync(limit.Token).ConfigureAwait(false);
+            var rooms = await PrepareAsync(shape, cluster, options, scenarioChecker).WaitAsync(limit.Token).ConfigureAwait(false);
 
             var play = cluster.PlayServers.Select(n => n.NodeId).ToList();
             for (var i = 0; i < options.Clients; i++)
             {
                 var stageId = (i % options.Stages) + 1L;
-                drivers.Add(new TcpWorkloadDriver(cluster, play[(int)((stageId - 1) % play.Count)], i + 1L, stageId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
+                // With named servers (mesh-ids) clients take the servers in turn, as the simulated scenario places them.
+                var (nodeId, roomId) = rooms.Count > 0 ? rooms[i % rooms.Count]
+                    : shape.PlayServerIds is not null ? (play[i % play.Count], stageId)
+                    : (play[(int)((stageId - 1) % play.Count)], stageId);
+                drivers.Add(new TcpWorkloadDriver(cluster, nodeId, i + 1L, roomId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
             }
 
             await Task.WhenAll(drivers.Select(d => d.StartAsync())).WaitAsync(limit.Token).ConfigureAwait(false);
@@ -415,8 +431,37 @@ public static class TcpScenarioRunner
         return [.. options.ToKeyValues().Where(kv => IgnoredOptionKeys.Contains(kv.Key, StringComparer.Ordinal) && baseline[kv.Key] != kv.Value).Select(kv => $"{kv.Key}={kv.Value}")];
     }
 
-    private static async Task PrepareAsync(Shape shape, TcpCluster cluster, SimOptions options, ScenarioChecker checker)
+    /// <summary>Creates the stages the scenario makes before its clients start; returns the rooms when the play servers picked their ids.</summary>
+    private static async Task<List<(string NodeId, long StageId)>> PrepareAsync(Shape shape, TcpCluster cluster, SimOptions options, ScenarioChecker checker)
     {
+        var rooms = new List<(string NodeId, long StageId)>();
+        if (shape.AllocateStageIds)
+        {
+            // Every create at once, naming no id: each must come back with a new room of its own.
+            var api = cluster.ApiServers.FirstOrDefault()?.Api
+                ?? throw new InvalidOperationException($"The {shape.Name} scenario needs at least one API server (apiServers >= 1).");
+            var targets = cluster.PlayServers.Select(n => n.NodeId).ToList();
+            var creates = Enumerable.Range(0, options.Stages).Select(i => (Target: targets[i % targets.Count], Create: api.CreateStage(targets[i % targets.Count], WorkloadScenario.StageType, "CreateRoom", Payload.Empty))).ToList();
+            foreach (var (target, create) in creates)
+            {
+                using var response = await create.ConfigureAwait(false);
+                if (!response.IsSuccess)
+                {
+                    checker.Fail($"the API server could not create a new room on {target}: {ErrorCodes.Describe(response.ErrorCode)}");
+                }
+                else if (rooms.Contains((target, response.StageId)))
+                {
+                    checker.Fail($"two creates on {target} got stage id {response.StageId}; every new room needs its own id");
+                }
+                else
+                {
+                    rooms.Add((target, response.StageId));
+                }
+            }
+
+            return rooms;
+        }
+
         if (shape.RelayToBackend)
         {
             foreach (var node in cluster.PlayServers)
@@ -460,6 +505,8 @@ public static class TcpScenarioRunner
                 }
             }
         }
+
+        return rooms;
     }
 
     /// <summary>The timers scenario runs until every stage's count timer could have fired its last shot.</summary>
@@ -520,7 +567,7 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, double ServerTimeoutMsMin = 0, bool Peers = false)
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false, IReadOnlyList<string>? PlayServerIds = null, bool WebSocketClients = false, double ServerTimeoutMsMin = 0, bool Peers = false)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
@@ -533,6 +580,10 @@ public static class TcpScenarioRunner
             StagePeersScenario => new("stage-peers", WorkloadMsgIds.PeerRelay, Peers: true),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
+            MixedTransportsScenario => new("mixed-transports", WorkloadMsgIds.Echo, WebSocketClients: true),
+            MeshIdsScenario => new("mesh-ids", WorkloadMsgIds.ApiCall, PlayServerIds: MeshIdsScenario.PlayServerIds),
+            ApiAllocateScenario => new("api-allocate", WorkloadMsgIds.Echo, CreateStagesOnJoin: false, AllocateStageIds: true),
+            StageCreateScenario => new("stage-create", WorkloadMsgIds.Echo, CreateDelayMs: StageCreateScenario.CreateDelayMs, CreateFailuresPerStage: StageCreateScenario.CreateFailuresPerStage),
             _ => null,
         };
     }

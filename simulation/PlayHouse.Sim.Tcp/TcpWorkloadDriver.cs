@@ -100,6 +100,9 @@ internal sealed class TcpWorkloadDriver
         }
     }
 
+    /// <summary>The pause before a refused authentication is tried again (the simulated driver's reconnect pause).</summary>
+    private static readonly TimeSpan AuthenticationRetryDelay = TimeSpan.FromMilliseconds(500);
+
     private string Endpoint => "client-" + ClientId;
 
     private bool IsSend => _context.Options.Mode == WorkloadMode.Send;
@@ -223,15 +226,25 @@ internal sealed class TcpWorkloadDriver
         }
 
         var reply = await client.AuthenticateAsync(StageId, BitConverter.GetBytes(ClientId), WorkloadMsgIds.Authenticate).ConfigureAwait(false);
+        bool retry;
         lock (_gate)
         {
-            _authenticating = false;
+            // A refused join (its room's create failed, say) is tried again after a pause while the client still has
+            // work, as the simulated driver does; meanwhile the driver counts as authenticating, so the run waits.
+            retry = !reply.IsSuccess && _wantConnected && !_stopped && Issued < _target;
+            _authenticating = retry;
             _authenticated = reply.IsSuccess && !_stopped;
         }
 
         if (!reply.IsSuccess)
         {
             client.Disconnect("authentication failed: " + ErrorCodes.Describe(reply.ErrorCode));
+            if (retry)
+            {
+                await Task.Delay(AuthenticationRetryDelay, _cluster.Time).ConfigureAwait(false);
+                await ConnectAndAuthenticateAsync().ConfigureAwait(false);
+            }
+
             return;
         }
 

@@ -34,6 +34,8 @@ public sealed class TcpClusterBuilder
     private TimeProvider? _time;
     private ILoggerFactory? _loggers;
     private Func<TcpCluster, RuntimeObserver>? _observer;
+    private IReadOnlyList<string> _playServerIds = [];
+    private IReadOnlyList<string> _apiServerIds = [];
 
     public TcpClusterBuilder WithPlayServers(int count)
     {
@@ -46,6 +48,25 @@ public sealed class TcpClusterBuilder
     {
         ArgumentOutOfRangeException.ThrowIfNegative(count);
         _apiServers = count;
+        return this;
+    }
+
+    /// <summary>
+    /// Names the servers: the first play servers take <paramref name="playServerIds"/> in order, the first API servers
+    /// <paramref name="apiServerIds"/>; servers past a list keep the default names (play-N, api-N).
+    /// </summary>
+    public TcpClusterBuilder WithNodeIds(IReadOnlyList<string> playServerIds, IReadOnlyList<string>? apiServerIds = null)
+    {
+        ArgumentNullException.ThrowIfNull(playServerIds);
+        apiServerIds ??= [];
+        var all = playServerIds.Concat(apiServerIds).ToList();
+        if (all.Any(string.IsNullOrEmpty) || all.Distinct(StringComparer.Ordinal).Count() != all.Count)
+        {
+            throw new ArgumentException($"Node ids must be non-empty and distinct: {string.Join(", ", all)}.", nameof(playServerIds));
+        }
+
+        _playServerIds = [.. playServerIds];
+        _apiServerIds = [.. apiServerIds];
         return this;
     }
 
@@ -115,12 +136,12 @@ public sealed class TcpClusterBuilder
         {
             for (var i = 1; i <= _playServers; i++)
             {
-                cluster.AddNode($"play-{i}", TcpNodeKind.Play, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
+                cluster.AddNode(i <= _playServerIds.Count ? _playServerIds[i - 1] : $"play-{i}", TcpNodeKind.Play, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
             }
 
             for (var i = 1; i <= _apiServers; i++)
             {
-                cluster.AddNode($"api-{i}", TcpNodeKind.Api, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
+                cluster.AddNode(i <= _apiServerIds.Count ? _apiServerIds[i - 1] : $"api-{i}", TcpNodeKind.Api, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
             }
 
             cluster.JoinMesh();

@@ -531,7 +531,7 @@ public sealed class TcpMeshTransport : IMeshTransport, IDisposable
         {
             _transport = transport;
             _accepted = accepted;
-            _decoder = new MeshFrameDecoder(transport._node.Pool, new MeshFrameOptions { PayloadOwner = "mesh-receive" });
+            _decoder = new MeshFrameDecoder(transport._node.Pool, new MeshFrameOptions { PayloadOwner = "mesh-receive" }, transport._node.SenderIds);
         }
 
         public bool Enqueue<TWriter>(in TWriter writer)

@@ -14,6 +14,13 @@ namespace PlayHouse.Simulation.Checkers;
 /// ActorDestroy (join refused) or ActorPostJoinStage, then ActorDisconnected / ActorConnected alternating
 /// (starting with ActorDisconnected), then ActorDestroy. Actor events happen only on a running stage, on the
 /// stage that created the actor, and nothing follows ActorDestroy.</para>
+/// <para>Per account and stage, one actor at a time: an actor's ActorJoinStage while another actor of the same
+/// account is joining or joined in that stage (connected or not) is a violation, since a reconnect must keep the one
+/// live actor instead of joining a second one (B11). A message handed to an actor must find it joined (connected or
+/// not) and registered for its account (<see cref="OnActorMessage"/>).</para>
+/// <para>With the servers' stage registries in view (<see cref="WatchRegistries"/>): a stage whose create failed is no
+/// longer registered when its Create message completes (B16: a zombie that later joins reach), and at quiescence every
+/// registered stage is one that was created and not destroyed.</para>
 /// <para>At quiescence no stage is still creating and no actor is stuck between ActorCreate and a joined or
 /// destroyed state.</para>
 /// </summary>
@@ -32,7 +39,11 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
     private readonly Lock _gate = new();
     private readonly Dictionary<(string NodeId, long StageId), StageLife> _stages = [];
     private readonly Dictionary<(string NodeId, long ActorInstance), ActorLife> _actors = [];
+
+    // The actor each account has joined (or is joining) per stage: at most one at a time.
+    private readonly Dictionary<(string NodeId, long StageId, long AccountId), long> _accountActors = [];
     private long _events;
+    private IStageRegistryView? _registries;
 
     public LifecycleChecker(CheckerContext context)
         : base(CheckerName, context)
@@ -139,6 +150,11 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
                     // The Create message finished without StagePostCreate: the create failed and the stage is gone.
                     stage.State = StageState.CreateFailed;
                     Push(ref stage.History, ref stage.EventCount, CreateFailedMarker);
+                    if (_registries?.IsRegistered(nodeId, stageId) == true)
+                    {
+                        Log.Record($"stage {nodeId}/{stageId}: its create failed but the stage is still registered; a failed stage must be gone, or later joins reach a stage that never started (a zombie)");
+                    }
+
                     break;
                 case StageState.None:
                     Log.Record($"stage {nodeId}/{stageId}: its Create message completed but StageCreate never fired");
@@ -167,13 +183,29 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
             {
                 _actors.Remove(key);
             }
+
+            foreach (var key in _accountActors.Keys.Where(k => k.NodeId == nodeId).ToList())
+            {
+                _accountActors.Remove(key);
+            }
         }
+    }
+
+    /// <summary>
+    /// Lets the checker read the servers' stage registries, to judge that a failed create leaves no stage registered and
+    /// that at quiescence every registered stage is a running one. Set before the run starts.
+    /// </summary>
+    public void WatchRegistries(IStageRegistryView registries)
+    {
+        ArgumentNullException.ThrowIfNull(registries);
+        _registries = registries;
     }
 
     public override void CheckQuiescent()
     {
         using (Context.Enter(_gate))
         {
+            CheckRegistries();
             var creating = new List<(string NodeId, long StageId)>();
             foreach (var pair in _stages)
             {
@@ -208,6 +240,27 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
                 actor.ReportedStuck = true;
                 Log.Record($"{DescribeActor(key.NodeId, actor.StageId, key.ActorInstance, actor.AccountId)}: stuck at quiescence after [{Format(actor.History, actor.EventCount)}]; expected {ExpectedAfter(actor.State)} (OnCreate ran, but the actor neither joined nor was destroyed)");
             }
+        }
+    }
+
+    private void CheckRegistries()
+    {
+        if (_registries is null)
+        {
+            return;
+        }
+
+        var registered = _registries.RegisteredStages().ToList();
+        registered.Sort(CompareKeys);
+        foreach (var key in registered)
+        {
+            var state = _stages.TryGetValue(key, out var stage) ? stage.State : StageState.None;
+            if (state is StageState.Running or StageState.Creating)
+            {
+                continue;
+            }
+
+            Log.Record($"stage {key.NodeId}/{key.StageId}: registered at quiescence while it is {DescribeStageState(state)}; the registry holds only stages that are creating or running");
         }
     }
 
@@ -316,7 +369,58 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
             owner.LiveActors--;
         }
 
+        TrackAccount(nodeId, actorInstance, ref actor, lifecycleEvent);
         actor.State = after;
+    }
+
+    /// <summary>
+    /// One actor per account and stage: a join while another actor of the account is joined there is the account's
+    /// join running a second time (B11); a destroy frees the account's place.
+    /// </summary>
+    private void TrackAccount(string nodeId, long actorInstance, ref ActorLife actor, LifecycleEvent lifecycleEvent)
+    {
+        if (actor.AccountId == 0)
+        {
+            return;
+        }
+
+        var key = (nodeId, actor.StageId, actor.AccountId);
+        if (lifecycleEvent == LifecycleEvent.ActorJoinStage)
+        {
+            if (_accountActors.TryGetValue(key, out var other) && other != actorInstance
+                && _actors.TryGetValue((nodeId, other), out var otherLife) && otherLife.State != ActorState.Destroyed)
+            {
+                Log.Record($"{DescribeActor(nodeId, actor.StageId, actorInstance, actor.AccountId)}: ActorJoinStage while actor #{other} of the same account is {DescribeActorState(otherLife.State)} in the stage; the account's join ran a second time (a reconnect must keep its one actor)");
+            }
+
+            _accountActors[key] = actorInstance;
+        }
+        else if (lifecycleEvent == LifecycleEvent.ActorDestroy && _accountActors.TryGetValue(key, out var registered) && registered == actorInstance)
+        {
+            _accountActors.Remove(key);
+        }
+    }
+
+    /// <summary>
+    /// A message of <paramref name="accountId"/> was handed to actor <paramref name="actorInstance"/>: the actor must be
+    /// joined (connected or not), not destroyed or half-joined, and be the one registered for its account (B11).
+    /// </summary>
+    public void OnActorMessage(string nodeId, long stageId, long actorInstance, long accountId)
+    {
+        using (Context.Enter(_gate))
+        {
+            var state = _actors.TryGetValue((nodeId, actorInstance), out var actor) ? actor.State : ActorState.None;
+            if (state is not (ActorState.Joined or ActorState.Disconnected))
+            {
+                Log.Record($"{DescribeActor(nodeId, stageId, actorInstance, accountId)}: a message was handed to the actor while it is {DescribeActorState(state)}; messages go to the live actor registered for the account");
+                return;
+            }
+
+            if (accountId != 0 && _accountActors.TryGetValue((nodeId, stageId, accountId), out var registered) && registered != actorInstance)
+            {
+                Log.Record($"{DescribeActor(nodeId, stageId, actorInstance, accountId)}: a message was handed to the actor while actor #{registered} is registered for the account");
+            }
+        }
     }
 
     /// <summary>The state an actor reaches by <paramref name="lifecycleEvent"/>, or None when the event is out of order.</summary>
@@ -374,6 +478,17 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
         StageState.CreateFailed => "gone (its create failed)",
         StageState.Destroyed => "destroyed",
         _ => "running",
+    };
+
+    private static string DescribeActorState(ActorState state) => state switch
+    {
+        ActorState.None => "unknown (never created)",
+        ActorState.Created => "created, not authenticated",
+        ActorState.Authenticated or ActorState.PostAuthenticated => "authenticated, not joined",
+        ActorState.Joining => "joining",
+        ActorState.Joined => "joined",
+        ActorState.Disconnected => "joined and disconnected",
+        _ => "destroyed",
     };
 
     private static string DescribeActor(string nodeId, long stageId, long actorInstance, long accountId) =>
@@ -437,4 +552,14 @@ public sealed class LifecycleChecker : RuntimeInvariantChecker, INodeCrashAware
         public int EventCount;
         public bool ReportedStuck;
     }
+}
+
+/// <summary>What <see cref="LifecycleChecker"/> reads of the servers' stage registries.</summary>
+public interface IStageRegistryView
+{
+    /// <summary>True when the node is up and its registry holds a stage with this id.</summary>
+    bool IsRegistered(string nodeId, long stageId);
+
+    /// <summary>Every stage the registries of the live nodes hold.</summary>
+    IEnumerable<(string NodeId, long StageId)> RegisteredStages();
 }

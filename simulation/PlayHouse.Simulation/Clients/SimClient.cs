@@ -1,6 +1,7 @@
 using PlayHouse.Core.Codec;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Network;
 
 namespace PlayHouse.Simulation.Clients;
@@ -78,6 +79,8 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private readonly Stack<int> _freeSlots = new();
     private readonly TimeoutTimer _timeoutTimer;
     private ServerFrameDecoder? _decoder;
+    private WebSocketFrameDecoder? _webSocket;
+    private readonly Xoshiro256StarStar? _maskKeys;
     private SimConnection? _connection;
     private ushort _lastSeq;
     private int _head = -1;
@@ -90,15 +93,19 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private ITimer? _readTimer;
     private bool _readArmed;
 
-    /// <param name="network">The network the client connects through.</param>
+    /// <param name="network">The network the client's connections cross.</param>
     /// <param name="endpoint">The client's own endpoint name.</param>
-    /// <param name="pool">Where received payloads are decoded into.</param>
+    /// <param name="pool">Where received payloads are rented.</param>
     /// <param name="msgIds">Shared msg-id strings.</param>
-    /// <param name="inFlightMax">Requests pending at once.</param>
+    /// <param name="inFlightMax">The most requests kept pending.</param>
     /// <param name="reading">How the application reads what arrives; null handles each packet as it arrives.</param>
     /// <param name="packetQueue">Makes the packet queue from <see cref="ClientReadOptions.PacketQueueMax"/> when packets queue; null: <see cref="ClientPacketQueue"/>.</param>
-    public SimClient(SimNetwork network, string endpoint, MessagePool pool, Utf8StringCache msgIds, int inFlightMax = 1024, ClientReadOptions? reading = null, Func<int, IClientPacketQueue>? packetQueue = null)
+    /// <param name="transport">How the client reaches its server; a WebSocket client connects to the server's WebSocket endpoint.</param>
+    /// <param name="seed">The client's own randomness (a WebSocket client draws its frames' mask keys from it).</param>
+    public SimClient(SimNetwork network, string endpoint, MessagePool pool, Utf8StringCache msgIds, int inFlightMax = 1024, ClientReadOptions? reading = null, Func<int, IClientPacketQueue>? packetQueue = null, SimClientTransport transport = SimClientTransport.Tcp, ulong seed = 0)
     {
+        Transport = transport;
+        _maskKeys = transport == SimClientTransport.WebSocket ? new Xoshiro256StarStar(seed) : null;
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(inFlightMax);
         ArgumentOutOfRangeException.ThrowIfGreaterThan(inFlightMax, ushort.MaxValue - 1);
         _reading = reading ?? new ClientReadOptions();
@@ -125,6 +132,9 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     }
 
     public string Endpoint { get; }
+
+    /// <summary>How this client reaches its server.</summary>
+    public SimClientTransport Transport { get; }
 
     /// <summary>Free for the owner (a workload driver), so reply callbacks can be static and allocate nothing.</summary>
     public object? Tag { get; set; }
@@ -168,6 +178,7 @@ public sealed class SimClient : IDisposable, IStreamReceiver
 
         _decoder?.Dispose();
         _decoder = new ServerFrameDecoder(_pool, _msgIds, new FrameDecoderOptions { PayloadOwner = "client-receive" });
+        _webSocket = Transport == SimClientTransport.WebSocket ? new WebSocketFrameDecoder(expectMasked: false, WireProtocol.MaxFrameBytes) : null;
         var connection = _network.Connect(Endpoint, serverEndpoint);
         _connection = connection;
         connection.SetReceiver(this);
@@ -262,9 +273,27 @@ public sealed class SimClient : IDisposable, IStreamReceiver
     private bool Write(string msgId, ushort seq, long stageId, ReadOnlySpan<byte> payload)
     {
         var length = ClientFrameEncoder.GetEncodedLength(msgId, payload.Length);
+        if (_maskKeys is not null)
+        {
+            return WriteWebSocket(msgId, seq, stageId, payload, length);
+        }
+
         var scratch = _network.SendScratch(length);
         ClientFrameEncoder.Encode(scratch, msgId, seq, stageId, payload);
         return _connection!.Send(scratch.AsSpan(0, length));
+    }
+
+    /// <summary>The packet in one binary frame, masked with a fresh key as RFC 6455 asks of a client.</summary>
+    private bool WriteWebSocket(string msgId, ushort seq, long stageId, ReadOnlySpan<byte> payload, int packetBytes)
+    {
+        var key = (uint)_maskKeys!.NextUInt64();
+        var headerBytes = WebSocketFraming.GetHeaderLength(packetBytes, masked: true);
+        var scratch = _network.SendScratch(headerBytes + packetBytes);
+        WebSocketFraming.WriteHeader(scratch, packetBytes, key);
+        var packet = scratch.AsSpan(headerBytes, packetBytes);
+        ClientFrameEncoder.Encode(packet, msgId, seq, stageId, payload);
+        WebSocketFraming.Mask(packet, key, 0);
+        return _connection!.Send(scratch.AsSpan(0, headerBytes + packetBytes));
     }
 
     private void SendHeartbeat()
@@ -285,6 +314,12 @@ public sealed class SimClient : IDisposable, IStreamReceiver
 
         try
         {
+            if (_webSocket is not null)
+            {
+                OnWebSocketData(connection, data);
+                return;
+            }
+
             while (_decoder.TryDecode(ref data, out var frame))
             {
                 if (_packets is not null)
@@ -368,6 +403,44 @@ public sealed class SimClient : IDisposable, IStreamReceiver
             // Nothing left to read: the application stops polling until a packet arrives, so a quiet client lets the world go quiet.
             _readArmed = false;
             _readTimer!.Change(Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        }
+    }
+
+    /// <summary>WebSocket messages, each exactly one server packet.</summary>
+    private void OnWebSocketData(SimConnection connection, ReadOnlySpan<byte> data)
+    {
+        while (_webSocket!.TryDecode(ref data, out var opcode, out var message))
+        {
+            if (opcode == WebSocketOpcode.Close)
+            {
+                Disconnect("server closed the WebSocket");
+                return;
+            }
+
+            if (opcode != WebSocketOpcode.Binary)
+            {
+                continue;
+            }
+
+            if (!_decoder!.TryDecode(ref message, out var frame))
+            {
+                throw new FrameDecodeException(FrameError.WebSocketMessageNotOnePacket, "WebSocketMessageNotOnePacket: a message held part of a packet.", 0);
+            }
+
+            using (frame)
+            {
+                if (!message.IsEmpty)
+                {
+                    throw new FrameDecodeException(FrameError.WebSocketMessageNotOnePacket, $"WebSocketMessageNotOnePacket: {message.Length} bytes followed the packet in its message.", 0);
+                }
+
+                OnFrame(frame);
+            }
+
+            if (!ReferenceEquals(connection, _connection))
+            {
+                return;
+            }
         }
     }
 

@@ -24,6 +24,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private int _apiServers;
     private int _clients;
     private int _clientInFlightMax = 1024;
+    private IReadOnlyList<SimClientTransport> _clientTransports = [SimClientTransport.Tcp];
     private ServerOptions _serverOptions = new();
     private PathOptions _network = new();
     private Func<SimWorld, Xoshiro256StarStar, PathOptions, SimNetwork> _networkFactory = (world, random, defaults) => new SimNetwork(world, random, defaults);
@@ -38,6 +39,8 @@ public sealed class SimClusterBuilder(ulong seed)
     private ClientReadOptions _clientReading = new();
     private Func<int, IClientPacketQueue>? _clientPacketQueues;
     private IUnmatchedReplyPolicy? _clientReplyPolicy;
+    private IReadOnlyList<string> _playServerIds = [];
+    private IReadOnlyList<string> _apiServerIds = [];
 
     public ulong Seed { get; } = seed;
 
@@ -52,6 +55,26 @@ public sealed class SimClusterBuilder(ulong seed)
     {
         ArgumentOutOfRangeException.ThrowIfNegative(count);
         _apiServers = count;
+        return this;
+    }
+
+    /// <summary>
+    /// Names the servers: the first play servers take <paramref name="playServerIds"/> in order, the first API servers
+    /// <paramref name="apiServerIds"/>; servers past a list keep the default names (play-N, api-N). Fault plans and
+    /// options name nodes by these ids.
+    /// </summary>
+    public SimClusterBuilder WithNodeIds(IReadOnlyList<string> playServerIds, IReadOnlyList<string>? apiServerIds = null)
+    {
+        ArgumentNullException.ThrowIfNull(playServerIds);
+        apiServerIds ??= [];
+        var all = playServerIds.Concat(apiServerIds).ToList();
+        if (all.Any(string.IsNullOrEmpty) || all.Distinct(StringComparer.Ordinal).Count() != all.Count)
+        {
+            throw new ArgumentException($"Node ids must be non-empty and distinct: {string.Join(", ", all)}.", nameof(playServerIds));
+        }
+
+        _playServerIds = [.. playServerIds];
+        _apiServerIds = [.. apiServerIds];
         return this;
     }
 
@@ -83,6 +106,19 @@ public sealed class SimClusterBuilder(ulong seed)
     {
         ArgumentNullException.ThrowIfNull(factory);
         _clientPacketQueues = factory;
+        return this;
+    }
+
+    /// <summary>
+    /// How the clients reach their play servers: client i takes <c>transports[i % transports.Length]</c>, so
+    /// <c>WithClientTransports(Tcp, WebSocket)</c> alternates them. Every play server serves both transports at once
+    /// (two endpoints into one server). The default is every client over TCP.
+    /// </summary>
+    public SimClusterBuilder WithClientTransports(params SimClientTransport[] transports)
+    {
+        ArgumentNullException.ThrowIfNull(transports);
+        ArgumentOutOfRangeException.ThrowIfZero(transports.Length);
+        _clientTransports = [.. transports];
         return this;
     }
 
@@ -212,17 +248,17 @@ public sealed class SimClusterBuilder(ulong seed)
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
         {
-            cluster.AddNode($"play-{i}", SimNodeKind.Play);
+            cluster.AddNode(i <= _playServerIds.Count ? _playServerIds[i - 1] : $"play-{i}", SimNodeKind.Play);
         }
 
         for (var i = 1; i <= _apiServers; i++)
         {
-            cluster.AddNode($"api-{i}", SimNodeKind.Api);
+            cluster.AddNode(i <= _apiServerIds.Count ? _apiServerIds[i - 1] : $"api-{i}", SimNodeKind.Api);
         }
 
         for (var i = 1; i <= _clients; i++)
         {
-            cluster.AddClient($"client-{i}", _clientInFlightMax, _clientReading, _clientPacketQueues);
+            cluster.AddClient($"client-{i}", _clientInFlightMax, _clientReading, _clientPacketQueues, _clientTransports[(i - 1) % _clientTransports.Count]);
         }
 
         cluster.WorkloadSeed = world.NextChildSeed();
@@ -274,6 +310,12 @@ public sealed class SimNode
 
     /// <summary>The endpoint clients connect to (play servers only).</summary>
     public string ClientEndpoint => "play:" + NodeId;
+
+    /// <summary>The endpoint WebSocket clients connect to (play servers only): the server's second transport.</summary>
+    public string WebSocketEndpoint => "ws:" + NodeId;
+
+    /// <summary>The endpoint a client of <paramref name="transport"/> connects to.</summary>
+    public string EndpointFor(SimClientTransport transport) => transport == SimClientTransport.WebSocket ? WebSocketEndpoint : ClientEndpoint;
 
     internal NodeExecutor Executor { get; set; } = null!;
 
@@ -369,6 +411,15 @@ public sealed class SimCluster : IDisposable
 
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
+    /// <summary>
+    /// Hears every mesh frame whose recorded sender (as the receiving node's decoder resolved it) is not the node that
+    /// sent it: receiving node, true sender, recorded sender. Set it before the run starts.
+    /// </summary>
+    public Action<string, string, string>? WrongMeshSender { get; set; }
+
+    /// <summary>The play servers' stage registries, as the lifecycle checker reads them.</summary>
+    public IStageRegistryView StageRegistries => new RegistryView(this);
+
     /// <summary>Pools whose ledgers must be empty at quiescence: live nodes, clients, and the network's in-flight buffers.</summary>
     public IEnumerable<(string Name, MessagePool Pool)> LivePools()
     {
@@ -421,10 +472,12 @@ public sealed class SimCluster : IDisposable
         (Observer as INodeCrashAware)?.OnNodeCrashed(nodeId);
         node.Mesh.Kill();
         Network.StopListening(node.ClientEndpoint);
+        Network.StopListening(node.WebSocketEndpoint);
         Network.StopListening(node.Mesh.Endpoint);
         Network.Unbind(node.Mesh.Endpoint);
         Network.ResetEndpoint(node.Mesh.Endpoint, $"{nodeId} crashed");
         Network.ResetEndpoint(node.ClientEndpoint, $"{nodeId} crashed");
+        Network.ResetEndpoint(node.WebSocketEndpoint, $"{nodeId} crashed");
         return true;
     }
 
@@ -467,12 +520,12 @@ public sealed class SimCluster : IDisposable
         Start(node);
     }
 
-    internal void AddClient(string name, int inFlightMax, ClientReadOptions reading, Func<int, IClientPacketQueue>? packetQueues)
+    internal void AddClient(string name, int inFlightMax, ClientReadOptions reading, Func<int, IClientPacketQueue>? packetQueues, SimClientTransport transport)
     {
-        // Each client draws its seed in order even if it does not use randomness yet, so adding randomness to
-        // clients later does not shift the seeds of everything drawn after them.
-        _ = World.NextChildSeed();
-        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax, reading, packetQueues) { UnmatchedReplies = ClientReplyPolicy });
+        // Each client draws its seed in order whether it uses randomness or not (only WebSocket clients do, for their
+        // mask keys), so the seeds of everything drawn after them do not depend on the clients' transports.
+        var seed = World.NextChildSeed();
+        _clients.Add(new SimClient(Network, name, ClientPool, MsgIds, inFlightMax, reading, packetQueues, transport, seed) { UnmatchedReplies = ClientReplyPolicy });
     }
 
     private void Start(SimNode node)
@@ -494,6 +547,7 @@ public sealed class SimCluster : IDisposable
 
             node.Server = play;
             Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions, SessionSendQueues(Network, connection, ConfiguredSessionSendQueueBytesMax ?? int.MaxValue)));
+            Network.Listen(node.WebSocketEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions, SessionSendQueues(Network, connection, ConfiguredSessionSendQueueBytesMax ?? int.MaxValue), SimClientTransport.WebSocket));
         }
         else
         {
@@ -506,9 +560,31 @@ public sealed class SimCluster : IDisposable
             node.Server = api;
         }
 
-        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics, (network, connection) => MeshSendQueues(network, connection, ConfiguredMeshSendQueueBytesMax ?? int.MaxValue)) { Traffic = _meshTraffic };
+        node.Mesh = new SimMeshTransport(Network, node.Server, id => _byId.ContainsKey(id), _meshSemantics, (network, connection) => MeshSendQueues(network, connection, ConfiguredMeshSendQueueBytesMax ?? int.MaxValue))
+        {
+            Traffic = _meshTraffic,
+            WrongSender = (nodeId, trueSender, recorded) => WrongMeshSender?.Invoke(nodeId, trueSender, recorded),
+        };
         node.Server.Mesh = node.Mesh;
         node.IsUp = true;
+    }
+}
+
+/// <summary>The stage registries of a cluster's live play servers.</summary>
+internal sealed class RegistryView(SimCluster cluster) : IStageRegistryView
+{
+    public bool IsRegistered(string nodeId, long stageId) =>
+        cluster.Nodes.FirstOrDefault(n => n.NodeId == nodeId) is { IsUp: true, Play: { } play } && play.HasStage(stageId);
+
+    public IEnumerable<(string NodeId, long StageId)> RegisteredStages()
+    {
+        foreach (var node in cluster.PlayServers.Where(n => n.IsUp))
+        {
+            foreach (var stage in node.Play!.GetStageStatistics())
+            {
+                yield return (node.NodeId, stage.StageId);
+            }
+        }
     }
 }
 

@@ -49,6 +49,9 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
     private readonly Func<SimNetwork, SimConnection, IStreamSendQueue> _sendQueues;
     private readonly Dictionary<string, (SimConnection Connection, IStreamSendQueue Queue)> _outbound = new(StringComparer.Ordinal);
     private readonly List<(SimConnection Connection, MeshFrameDecoder Decoder)> _inbound = [];
+
+    // The node the frame being delivered truly came from (the network knows it), to compare with what the header says.
+    private string _trueSender = string.Empty;
     private readonly RouteHeader _sendHeader = new();
     private readonly RouteHeader _receiveHeader = new();
     private byte[] _scratch = new byte[4096];
@@ -94,12 +97,25 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
     /// <summary>Frames that failed to decode (the link was reset).</summary>
     public long FramesRejected { get; private set; }
 
+    /// <summary>
+    /// Called when a frame's sender id, as the node's decoder resolved it, is not the node that sent it (with this
+    /// node's id, the true sender and the recorded one): replies to it would go to the wrong server (B4).
+    /// </summary>
+    public Action<string, string, string>? WrongSender { get; set; }
+
+    /// <summary>Frames whose recorded sender was not their true sender.</summary>
+    public long WrongSenders { get; private set; }
+
     /// <summary>Messages sent and received.</summary>
     public long MessagesSent { get; private set; }
 
     public long MessagesReceived { get; private set; }
 
     public static string EndpointOf(string nodeId) => "mesh:" + nodeId;
+
+    /// <summary>The node id of a mesh endpoint (<see cref="EndpointOf"/> backwards).</summary>
+    public static string NodeIdOf(string endpoint) =>
+        endpoint.StartsWith("mesh:", StringComparison.Ordinal) ? endpoint["mesh:".Length..] : endpoint;
 
     public bool Send(string targetNodeId, in MeshMessage message) => TrySend(targetNodeId, message) != MeshSendResult.UnknownServer;
 
@@ -225,10 +241,11 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
 
     private void Accept(SimConnection connection)
     {
-        var decoder = new MeshFrameDecoder(_node.Pool);
+        var decoder = new MeshFrameDecoder(_node.Pool, senderIds: _node.SenderIds);
         var entry = (connection, decoder);
         _inbound.Add(entry);
-        connection.Received = data => OnStreamData(connection, decoder, data);
+        var sender = NodeIdOf(connection.RemoteEndpoint);
+        connection.Received = data => OnStreamData(connection, decoder, sender, data);
         connection.Closed = _ =>
         {
             _inbound.Remove(entry);
@@ -236,8 +253,9 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         };
     }
 
-    private void OnStreamData(SimConnection connection, MeshFrameDecoder decoder, ReadOnlySpan<byte> data)
+    private void OnStreamData(SimConnection connection, MeshFrameDecoder decoder, string sender, ReadOnlySpan<byte> data)
     {
+        _trueSender = sender;
         try
         {
             while (decoder.TryDecode(ref data, _receiveHeader, out var payload))
@@ -256,7 +274,8 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
     {
         try
         {
-            if (MeshFrameCodec.TryDecode(datagram, _receiveHeader, _node.Pool, out var payload, out _))
+            _trueSender = NodeIdOf(from);
+            if (MeshFrameCodec.TryDecode(datagram, _receiveHeader, _node.Pool, out var payload, out _, senderIds: _node.SenderIds))
             {
                 Deliver(payload);
             }
@@ -280,6 +299,13 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         }
 
         MessagesReceived++;
+        var recorded = _receiveHeader.From;
+        if (!string.Equals(recorded, _trueSender, StringComparison.Ordinal))
+        {
+            WrongSenders++;
+            WrongSender?.Invoke(_node.NodeId, _trueSender, recorded);
+        }
+
         var message = _receiveHeader.ToMessage(payload.Move("mesh-received"));
         Traffic?.OnMeshDelivered(_node.NodeId, message);
         _node.OnMeshMessage(message);

@@ -85,6 +85,8 @@ public static class SimRunner
                 checkers!.Queues.WatchMailboxes(node.Server, checkers.Options.MailboxInternalEntriesAllowance);
             }
 
+            checkers!.Lifecycle.WatchRegistries(cluster.StageRegistries);
+
             var context = new ScenarioContext(options, new Xoshiro256StarStar(cluster.WorkloadSeed), checkers!, rtt);
             // Start inside the simulation's context, so any await in the scenario's setup resumes on the world.
             world.SynchronizationContext.Run(() => run = scenario.Start(cluster, context));

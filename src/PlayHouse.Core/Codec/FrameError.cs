@@ -50,4 +50,13 @@ public enum FrameError
 
     /// <summary>A mesh frame's RouteHeader.payload_size is set and differs from the payload actually carried.</summary>
     PayloadSizeMismatch,
+
+    /// <summary>
+    /// A WebSocket frame broke RFC 6455 as PlayHouse's WebSocket transport speaks it: reserved bits set, an unknown or
+    /// fragmented opcode, a client frame without a mask (or a server frame with one), or a length past the limit.
+    /// </summary>
+    WebSocketProtocol,
+
+    /// <summary>A WebSocket binary message did not carry exactly one whole packet.</summary>
+    WebSocketMessageNotOnePacket,
 }

@@ -82,7 +82,8 @@ public static class MeshFrameCodec
         MessagePool pool,
         out Payload payload,
         out int consumedBytes,
-        MeshFrameOptions? options = null)
+        MeshFrameOptions? options = null,
+        ISenderIdCache? senderIds = null)
     {
         ArgumentNullException.ThrowIfNull(header);
         ArgumentNullException.ThrowIfNull(pool);
@@ -109,7 +110,7 @@ public static class MeshFrameCodec
         }
 
         var payloadBytes = frameLengthBytes - HeaderLengthBytes - headerBytes;
-        ParseHeader(input.Slice(PrefixBytes, headerBytes), header, payloadBytes, streamOffsetBytes: 0);
+        ParseHeader(input.Slice(PrefixBytes, headerBytes), header, payloadBytes, streamOffsetBytes: 0, senderIds);
         if (payloadBytes > 0)
         {
             payload = pool.Rent(payloadBytes, options.PayloadOwner ?? nameof(MeshFrameDecoder));
@@ -162,8 +163,42 @@ public static class MeshFrameCodec
         }
     }
 
-    internal static void ParseHeader(ReadOnlySpan<byte> headerBytes, RouteHeader header, int payloadBytes, long streamOffsetBytes)
+    internal static void ParseHeader(ReadOnlySpan<byte> headerBytes, RouteHeader header, int payloadBytes, long streamOffsetBytes, ISenderIdCache? senderIds = null)
     {
+        header.Clear();
+        try
+        {
+            if (senderIds is not null && FindSender(headerBytes, out var start, out var valueStart, out var end)
+                && senderIds.TryGetString(headerBytes[valueStart..end], out var from))
+            {
+                // Protobuf merges concatenated messages field by field, so the header around the sender field parses
+                // as the whole would, and the sender comes from the cache instead of a new string per frame.
+                header.MergeFrom(headerBytes[..start]);
+                header.MergeFrom(headerBytes[end..]);
+                header.From = from;
+            }
+            else
+            {
+                header.MergeFrom(headerBytes);
+            }
+        }
+        catch (InvalidProtocolBufferException e)
+        {
+            header.Clear();
+            throw Error(FrameError.InvalidHeader, $"The {headerBytes.Length}-byte RouteHeader does not parse: {e.Message}", streamOffsetBytes, e);
+        }
+
+        CheckPayloadSize(header, payloadBytes, streamOffsetBytes);
+    }
+
+    internal static void ParseHeader(ReadOnlySequence<byte> headerBytes, RouteHeader header, int payloadBytes, long streamOffsetBytes, ISenderIdCache? senderIds = null)
+    {
+        if (headerBytes.IsSingleSegment)
+        {
+            ParseHeader(headerBytes.FirstSpan, header, payloadBytes, streamOffsetBytes, senderIds);
+            return;
+        }
+
         header.Clear();
         try
         {
@@ -178,20 +213,85 @@ public static class MeshFrameCodec
         CheckPayloadSize(header, payloadBytes, streamOffsetBytes);
     }
 
-    internal static void ParseHeader(ReadOnlySequence<byte> headerBytes, RouteHeader header, int payloadBytes, long streamOffsetBytes)
+    /// <summary>
+    /// Finds the one top-level <c>from</c> field (number 5, length-delimited) of a serialized RouteHeader: the field
+    /// starts at <paramref name="start"/>, its bytes run from <paramref name="valueStart"/> to <paramref name="end"/>.
+    /// False when there is none, when it occurs more than once (protobuf keeps the last; the plain parse handles that),
+    /// or when the bytes do not scan as protobuf fields (the plain parse then reports the error).
+    /// </summary>
+    private static bool FindSender(ReadOnlySpan<byte> header, out int start, out int valueStart, out int end)
     {
-        header.Clear();
-        try
+        const ulong SenderTag = (5 << 3) | 2;
+        start = valueStart = end = -1;
+        var position = 0;
+        while (position < header.Length)
         {
-            header.MergeFrom(headerBytes);
-        }
-        catch (InvalidProtocolBufferException e)
-        {
-            header.Clear();
-            throw Error(FrameError.InvalidHeader, $"The {headerBytes.Length}-byte RouteHeader does not parse: {e.Message}", streamOffsetBytes, e);
+            var fieldStart = position;
+            if (!TryReadVarint(header, ref position, out var tag) || tag >> 3 == 0)
+            {
+                return false;
+            }
+
+            switch (tag & 7)
+            {
+                case 0:
+                    if (!TryReadVarint(header, ref position, out _))
+                    {
+                        return false;
+                    }
+
+                    break;
+                case 1:
+                    position += 8;
+                    break;
+                case 2:
+                    if (!TryReadVarint(header, ref position, out var length) || length > (ulong)(header.Length - position))
+                    {
+                        return false;
+                    }
+
+                    if (tag == SenderTag)
+                    {
+                        if (start >= 0)
+                        {
+                            return false;
+                        }
+
+                        (start, valueStart, end) = (fieldStart, position, position + (int)length);
+                    }
+
+                    position += (int)length;
+                    break;
+                case 5:
+                    position += 4;
+                    break;
+                default:
+                    return false;
+            }
+
+            if (position > header.Length)
+            {
+                return false;
+            }
         }
 
-        CheckPayloadSize(header, payloadBytes, streamOffsetBytes);
+        return start >= 0;
+    }
+
+    private static bool TryReadVarint(ReadOnlySpan<byte> bytes, ref int position, out ulong value)
+    {
+        value = 0;
+        for (var shift = 0; shift < 64 && position < bytes.Length; shift += 7)
+        {
+            var b = bytes[position++];
+            value |= (ulong)(b & 0x7F) << shift;
+            if (b < 0x80)
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     private static void CheckPayloadSize(RouteHeader header, int payloadBytes, long streamOffsetBytes)

@@ -21,6 +21,7 @@ public sealed class MeshFrameDecoder : IDisposable
     private readonly MessagePool _pool;
     private readonly MeshFrameOptions _options;
     private readonly string _owner;
+    private readonly ISenderIdCache? _senderIds;
 
     // FrameLen, HeaderLen and the header bytes of the frame in progress; payload bytes go straight to the pool.
     private readonly byte[] _head;
@@ -35,9 +36,13 @@ public sealed class MeshFrameDecoder : IDisposable
     private int _payloadFilledBytes;
     private StreamDecoderState _state;
 
-    public MeshFrameDecoder(MessagePool pool, MeshFrameOptions? options = null)
+    /// <param name="pool">Where payloads are rented.</param>
+    /// <param name="options">Limits; null takes the defaults.</param>
+    /// <param name="senderIds">Resolves each frame's sender id without a new string (the node's cache); null lets protobuf make one.</param>
+    public MeshFrameDecoder(MessagePool pool, MeshFrameOptions? options = null, ISenderIdCache? senderIds = null)
     {
         ArgumentNullException.ThrowIfNull(pool);
+        _senderIds = senderIds;
         _options = options ?? MeshFrameOptions.Default;
         _options.Validate();
         _pool = pool;
@@ -93,7 +98,7 @@ public sealed class MeshFrameDecoder : IDisposable
                         return false;
                     }
 
-                    MeshFrameCodec.ParseHeader(_head.AsSpan(MeshFrameCodec.PrefixBytes, _headerBytes), header, _payloadLengthBytes, _state.StreamOffsetBytes);
+                    MeshFrameCodec.ParseHeader(_head.AsSpan(MeshFrameCodec.PrefixBytes, _headerBytes), header, _payloadLengthBytes, _state.StreamOffsetBytes, _senderIds);
                     payload = _payload;
                     _payload = Payload.Empty;
                     _phase = Phase.FrameLength;
@@ -193,7 +198,7 @@ public sealed class MeshFrameDecoder : IDisposable
             }
 
             var payloadBytes = frameLengthBytes - MeshFrameCodec.HeaderLengthBytes - headerBytes;
-            MeshFrameCodec.ParseHeader(buffer.Slice(MeshFrameCodec.PrefixBytes, headerBytes), header, payloadBytes, _state.StreamOffsetBytes);
+            MeshFrameCodec.ParseHeader(buffer.Slice(MeshFrameCodec.PrefixBytes, headerBytes), header, payloadBytes, _state.StreamOffsetBytes, _senderIds);
             if (payloadBytes > 0)
             {
                 payload = _pool.Rent(payloadBytes, _owner);

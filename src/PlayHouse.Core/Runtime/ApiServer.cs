@@ -79,6 +79,9 @@ public sealed class ApiServer : ServerNode, IApiLink
     public Task<Response> CreateStage(string playNodeId, string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
         RequestAsync(playNodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.CreateStage, stageType);
 
+    public Task<Response> CreateStage(string playNodeId, string stageType, string msgId, Payload payload, TimeSpan? timeout = null) =>
+        RequestAsync(playNodeId, PlayServer.NewStageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.CreateStage, stageType);
+
     public Task<Response> GetOrCreateStage(string playNodeId, string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
         RequestAsync(playNodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.GetOrCreateStage, stageType);
 

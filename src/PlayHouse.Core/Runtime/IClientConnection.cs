@@ -15,4 +15,20 @@ public interface IClientConnection
 
     /// <summary>Closes the connection with a reason that is logged and counted.</summary>
     void Close(string reason);
+
+    /// <summary>
+    /// The transport the client came in over (<see cref="ClientTransports"/>). A server may run several; its session
+    /// ids stay unique across all of them (PlayHouse numbered sessions per transport into one table, B14).
+    /// </summary>
+    string TransportKind => ClientTransports.Tcp;
+}
+
+/// <summary>Names of client transports (<see cref="IClientConnection.TransportKind"/>).</summary>
+public static class ClientTransports
+{
+    /// <summary>PlayHouse's packets on a byte stream.</summary>
+    public const string Tcp = "tcp";
+
+    /// <summary>PlayHouse's packets, one per WebSocket binary message.</summary>
+    public const string WebSocket = "websocket";
 }

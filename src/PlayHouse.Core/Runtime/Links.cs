@@ -110,6 +110,12 @@ public interface IApiLink : ISenderLink
     /// <summary>Creates a stage; fails with <see cref="ErrorCodes.StageAlreadyExists"/> if the id is taken.</summary>
     Task<Response> CreateStage(string playNodeId, string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null);
 
+    /// <summary>
+    /// Creates a stage with a new id the play server picks (unique on that server by construction); the response's
+    /// <see cref="Response.StageId"/> carries it.
+    /// </summary>
+    Task<Response> CreateStage(string playNodeId, string stageType, string msgId, Payload payload, TimeSpan? timeout = null);
+
     /// <summary>Creates the stage unless it exists; the response's msg id says which happened.</summary>
     Task<Response> GetOrCreateStage(string playNodeId, string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null);
 }

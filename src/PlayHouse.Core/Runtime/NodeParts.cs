@@ -11,6 +11,24 @@ public sealed record NodeParts
     /// <summary>Every part the node ships with.</summary>
     public static NodeParts Standard { get; } = new();
 
+    /// <summary>Makes the timer table of each stage (one per stage: timer ids are scoped to their stage, B13).</summary>
+    internal Func<StageHost, IStageTimerTable> StageTimers { get; init; } = static _ => new StageTimerTable();
+
+    /// <summary>What a join does when its account already has an actor in the stage (a reconnect, B11).</summary>
+    internal IActorRejoin Rejoin { get; init; } = KeepLiveActorRejoin.Instance;
+
+    /// <summary>Makes the stage registry of each play server (stages by id, from before their create until they are gone, B16).</summary>
+    internal Func<PlayServer, IStageRegistry> StageRegistry { get; init; } = static _ => new PlayHouse.Core.Runtime.StageRegistry();
+
+    /// <summary>Makes the allocator of stage ids for creates that name none, one per play server (B16).</summary>
+    internal Func<PlayServer, IStageIdAllocator> StageIds { get; init; } = static _ => new SequentialStageIds();
+
+    /// <summary>Makes the node's sender-id cache, through which its mesh decoders resolve each frame's sender (B4).</summary>
+    internal Func<ServerNode, Mesh.ISenderIdCache> SenderIds { get; init; } = static node => new Mesh.Utf8SenderIdCache(singleThreaded: node.Options.SingleThreaded);
+
+    /// <summary>Makes the client session table of each play server (session ids unique across its transports, B14).</summary>
+    internal Func<PlayServer, ISessionTable> Sessions { get; init; } = static _ => new SessionTable();
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 

@@ -52,6 +52,13 @@ public readonly struct Response : IDisposable
 
     public Payload Payload { get; }
 
+    /// <summary>
+    /// The stage that answered: for a stage create, the created stage (the id the play server picked when the create
+    /// named none). 0 for replies from no stage, for runtime errors, and for responses handed to a stage's reply
+    /// callback (the mailbox does not carry it).
+    /// </summary>
+    public long StageId { get; init; }
+
     public bool IsSuccess => ErrorCode == ErrorCodes.Success;
 
     public static Response Error(ushort errorCode, string msgId) => new(errorCode, msgId, Payload.Empty);

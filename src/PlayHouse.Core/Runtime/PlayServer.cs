@@ -13,12 +13,16 @@ public sealed class PlayServer : ServerNode
     /// <summary>The heartbeat msg id, echoed by the server before or after authentication.</summary>
     public const string HeartbeatMsgId = "@Heart@Beat@";
 
+    /// <summary>The stage id a create names to have the server pick a new one (<see cref="NodeParts.StageIds"/>).</summary>
+    public const long NewStageId = 0;
+
     private readonly Dictionary<string, StageRegistration> _stageTypes = new(StringComparer.Ordinal);
     private readonly Lock? _stagesGate;
-    private readonly Dictionary<long, StageHost> _stages = [];
+    private readonly IStageRegistry _stages;
+    private readonly IStageIdAllocator _stageIds;
+    private readonly Func<long, bool> _isStageIdTaken;
     private readonly Lock? _sessionsGate;
-    private readonly Dictionary<long, ClientSession> _sessions = [];
-    private long _nextSessionId;
+    private readonly ISessionTable _sessions;
     private long _nextActorInstance;
     private int _stagesHighWater;
 
@@ -27,6 +31,10 @@ public sealed class PlayServer : ServerNode
     {
         _stagesGate = NodeLock.Create(Options);
         _sessionsGate = NodeLock.Create(Options);
+        _stages = Parts.StageRegistry(this);
+        _sessions = Parts.Sessions(this);
+        _stageIds = Parts.StageIds(this);
+        _isStageIdTaken = id => _stages.TryGet(id, out _);
     }
 
     public int StageCount
@@ -72,7 +80,7 @@ public sealed class PlayServer : ServerNode
     {
         using (NodeLock.Enter(_stagesGate))
         {
-            return _stages.ContainsKey(stageId);
+            return _stages.TryGet(stageId, out _);
         }
     }
 
@@ -81,11 +89,12 @@ public sealed class PlayServer : ServerNode
     {
         using (NodeLock.Enter(_stagesGate))
         {
-            return [.. _stages.Values.OrderBy(s => s.StageId).Select(s => new StageStatistics(s.StageId, s.StageType, s.MailboxLength, s.MailboxHighWater, s.Actors.Count))];
+            return [.. _stages.Stages.OrderBy(s => s.StageId).Select(s => new StageStatistics(s.StageId, s.StageType, s.MailboxLength, s.MailboxHighWater, s.Actors.Count))];
         }
     }
 
-    /// <summary>Creates a stage from inside this server (a test or a host); the reply says how it went.</summary>
+    /// <summary>Creates a stage from inside this server (a test or a host); the reply says how it went. Stage id
+    /// <see cref="NewStageId"/> has the server pick a new id, which the response's <see cref="Response.StageId"/> carries.</summary>
     public Task<Response> CreateStage(string stageType, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
         RequestAsync(NodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.CreateStage, stageType);
 
@@ -95,7 +104,7 @@ public sealed class PlayServer : ServerNode
         StageHost? stage;
         using (NodeLock.Enter(_stagesGate))
         {
-            _stages.TryGetValue(stageId, out stage);
+            _stages.TryGet(stageId, out stage);
         }
 
         if (stage is null)
@@ -115,9 +124,7 @@ public sealed class PlayServer : ServerNode
         ArgumentNullException.ThrowIfNull(connection);
         using (NodeLock.Enter(_sessionsGate))
         {
-            var id = ++_nextSessionId;
-            _sessions.Add(id, new ClientSession(this, id, connection) { IsListed = true });
-            return id;
+            return _sessions.Open(this, connection).SessionId;
         }
     }
 
@@ -128,7 +135,7 @@ public sealed class PlayServer : ServerNode
         SessionState state;
         using (NodeLock.Enter(_sessionsGate))
         {
-            _sessions.TryGetValue(sessionId, out session);
+            _sessions.TryGet(sessionId, out session);
             state = session?.State ?? SessionState.Closed;
         }
 
@@ -237,7 +244,7 @@ public sealed class PlayServer : ServerNode
     {
         using (NodeLock.Enter(_sessionsGate))
         {
-            _sessions.Remove(session.SessionId);
+            _sessions.Remove(session.SessionId, out _);
             session.IsListed = false;
             session.State = SessionState.Closed;
         }
@@ -301,7 +308,7 @@ public sealed class PlayServer : ServerNode
         {
             using (NodeLock.Enter(_stagesGate))
             {
-                if (_stages.TryGetValue(stageId, out var found))
+                if (_stages.TryGet(stageId, out var found))
                 {
                     return found;
                 }
@@ -320,13 +327,18 @@ public sealed class PlayServer : ServerNode
     /// Create message is the first thing in its mailbox and a join from another thread always queues behind it (the
     /// TCP scenarios' lifecycle checker caught a join that found the host between its registration and its Create).
     /// </summary>
-    private StageHost? GetOrCreateHost(string stageType, long stageId, in StageMessage createMessage, out bool created, out ushort errorCode)
+    private StageHost? GetOrCreateHost(string stageType, long stageId, in StageMessage createMessage, out bool created, out ushort errorCode, bool allocateId = false)
     {
         created = false;
         errorCode = ErrorCodes.Success;
         using (NodeLock.Enter(_stagesGate))
         {
-            if (_stages.TryGetValue(stageId, out var existing))
+            if (allocateId)
+            {
+                stageId = _stageIds.Next(_isStageIdTaken);
+            }
+
+            if (_stages.TryGet(stageId, out var existing))
             {
                 return existing;
             }
@@ -349,7 +361,7 @@ public sealed class PlayServer : ServerNode
                 return null;
             }
 
-            _stages.Add(stageId, host);
+            _stages.Add(host);
             _stagesHighWater = Math.Max(_stagesHighWater, _stages.Count);
             host.Post(createMessage);
             created = true;
@@ -357,14 +369,20 @@ public sealed class PlayServer : ServerNode
         }
     }
 
-    internal void RemoveStage(StageHost stage)
+    /// <summary>The stage's create succeeded (called from its Create turn).</summary>
+    internal void OnStageCreated(StageHost stage)
     {
         using (NodeLock.Enter(_stagesGate))
         {
-            if (_stages.TryGetValue(stage.StageId, out var current) && ReferenceEquals(current, stage))
-            {
-                _stages.Remove(stage.StageId);
-            }
+            _stages.OnCreated(stage);
+        }
+    }
+
+    internal void RemoveStage(StageHost stage, StageRemoval why)
+    {
+        using (NodeLock.Enter(_stagesGate))
+        {
+            _stages.Remove(stage, why);
         }
     }
 
@@ -458,7 +476,7 @@ public sealed class PlayServer : ServerNode
         StageHost? stage;
         using (NodeLock.Enter(_stagesGate))
         {
-            _stages.TryGetValue(message.StageId, out stage);
+            _stages.TryGet(message.StageId, out stage);
         }
 
         if (stage is null)
@@ -521,7 +539,9 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        var stage = GetOrCreateHost(message.StageType ?? string.Empty, message.StageId, new StageMessage { Kind = StageWorkKind.Create, MsgId = message.MsgId, Payload = message.Payload, Reply = reply }, out var created, out var errorCode);
+        // A create that names no stage gets a new id, picked under the registry lock so nothing can take it meanwhile.
+        var allocate = !getOrCreate && message.StageId == NewStageId;
+        var stage = GetOrCreateHost(message.StageType ?? string.Empty, message.StageId, new StageMessage { Kind = StageWorkKind.Create, MsgId = message.MsgId, Payload = message.Payload, Reply = reply }, out var created, out var errorCode, allocate);
         if (stage is null)
         {
             message.Payload.DisposeIfOwner();

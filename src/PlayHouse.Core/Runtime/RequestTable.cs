@@ -169,7 +169,7 @@ internal sealed class RequestTable : IRequestTable
             return false;
         }
 
-        Deliver(request, RequestOutcome.Replied, new Response(reply.ErrorCode, reply.MsgId, reply.Payload));
+        Deliver(request, RequestOutcome.Replied, new Response(reply.ErrorCode, reply.MsgId, reply.Payload) { StageId = reply.StageId });
         return true;
     }
 

@@ -64,6 +64,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         ReplyAddressing = Parts.ReplyAddressing?.Invoke(this);
         _expiredInbound = new RecentIds(Options.RecentCompletionsMax);
         TickAdmission = Parts.TickAdmission(Options);
+        SenderIds = Parts.SenderIds(this);
     }
 
     public string NodeId { get; }
@@ -87,6 +88,12 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
     /// <summary>The context off-stage work and API handlers run under, so their awaits resume through the executor.</summary>
     internal ExecutorSynchronizationContext OffStageContext { get; }
+
+    /// <summary>
+    /// The sender ids of mesh frames this node received, as shared strings: its mesh transports hand it to their
+    /// decoders, so a peer's id is one string however many frames it sends.
+    /// </summary>
+    public Mesh.ISenderIdCache SenderIds { get; }
 
     /// <summary>The mesh this node sends through; wired by the cluster builder.</summary>
     public IMeshTransport? Mesh { get; set; }

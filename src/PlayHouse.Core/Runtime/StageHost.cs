@@ -23,7 +23,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly Action _onHandlerResumed;
     private readonly Dictionary<long, ActorHost> _actorsByAccount = [];
     private readonly List<IActor> _actorOrder = [];
-    private readonly Dictionary<long, StageTimer> _timers = [];
+    private readonly IStageTimerTable _timers;
     private readonly List<PendingRequest> _awaitedRequests = [];
     private readonly StageRegistration _registration;
 
@@ -60,6 +60,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _mailbox = server.Parts.StageMailbox(server.Options);
         _replyAddressing = server.ReplyAddressing;
         _callbackDispatch = server.Parts.CallbackDispatch;
+        _timers = server.Parts.StageTimers(this);
     }
 
     private enum StageState
@@ -111,6 +112,12 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     }
 
     internal ServerCounters Counters => _server.Counters;
+
+    /// <summary>The play server this stage runs on.</summary>
+    internal PlayServer Server => _server;
+
+    /// <summary>The user's stage object (set by <see cref="Instantiate"/>).</summary>
+    internal IStage User => _stage!;
 
     internal ExecutorSynchronizationContext OffStageContext => _server.OffStageContext;
 
@@ -572,7 +579,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
 
             // A stage whose creation failed is removed at once, so no zombie keeps its id (B16).
-            CloseNow(ErrorCodes.CreateStageFailed);
+            CloseNow(ErrorCodes.CreateStageFailed, StageRemoval.CreateFailed);
             return;
         }
 
@@ -580,6 +587,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             _state = StageState.Running;
         }
+
+        _server.OnStageCreated(this);
 
         if (message.Reply.IsRequest)
         {
@@ -648,25 +657,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         if (_actorsByAccount.TryGetValue(auth.AccountId, out var existing))
         {
-            // Reconnect (B11): the account keeps its one actor; the probe actor that authenticated is destroyed
-            // and routing points at the live actor, which is told it is connected again.
-            actorHost.IsDestroyed = true;
-            Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
-            await actor.OnDestroy();
-            var wasConnected = existing.Session is not null;
-            if (!_server.CompleteJoin(session, existing))
-            {
-                auth.ReplyPayload.DisposeIfOwner();
-                return;
-            }
-
-            _server.SendReply(message.Reply, ReplyMsgId(auth.ReplyMsgId, message.MsgId!), auth.ReplyPayload.Move("reply"), ErrorCodes.Success, StageId);
-            if (!wasConnected)
-            {
-                Lifecycle(existing, LifecycleEvent.ActorConnected);
-                await _stage!.OnConnectionChanged(existing.User, true);
-            }
-
+            // A reconnect: the account already has its actor here (the rejoin part decides what happens, B11).
+            await _server.Parts.Rejoin.RejoinAsync(new ActorRejoin(this, message, session, actorHost, auth, existing));
             return;
         }
 
@@ -709,7 +701,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
     }
 
-    private static string ReplyMsgId(string replyMsgId, string requestMsgId) => string.IsNullOrEmpty(replyMsgId) ? requestMsgId : replyMsgId;
+    /// <summary>The msg id of a join's reply: the one authentication chose, else the request's own.</summary>
+    internal static string ReplyMsgId(string replyMsgId, string requestMsgId) => string.IsNullOrEmpty(replyMsgId) ? requestMsgId : replyMsgId;
 
     private async ValueTask RunConnectionChanged(StageMessage message)
     {
@@ -753,7 +746,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         Lifecycle(null, LifecycleEvent.StageDestroy);
         await _stage!.OnDestroy();
-        CloseNow(ErrorCodes.StageNotFound);
+        CloseNow(ErrorCodes.StageNotFound, StageRemoval.Destroyed);
     }
 
     private void RemoveActor(ActorHost actor)
@@ -766,7 +759,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     }
 
     /// <summary>Closes the stage: timers stop, the registry forgets it, and queued messages fail with <paramref name="errorCode"/>.</summary>
-    private void CloseNow(ushort errorCode)
+    private void CloseNow(ushort errorCode, StageRemoval why)
     {
         List<StageMessage> orphans;
         using (NodeLock.Enter(_gate))
@@ -779,15 +772,18 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
         }
 
-        foreach (var timer in _timers.Values.ToList())
+        if (_timers.Count > 0)
         {
-            timer.Cancel();
+            var timers = new List<StageTimer>(_timers.Count);
+            _timers.RemoveAll(timers);
+            foreach (var timer in timers)
+            {
+                timer.Cancel();
+            }
         }
-
-        _timers.Clear();
         _gameLoop?.Stop();
         _gameLoop = null;
-        _server.RemoveStage(this);
+        _server.RemoveStage(this, why);
         for (var i = 0; i < orphans.Count; i++)
         {
             var orphan = orphans[i];
@@ -832,6 +828,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         Counters.AddHandlerFailure();
         _server.Observer.OnHandlerFailed(NodeId, StageId, kind, msgId, error);
     }
+
+    /// <summary>Tells the observer a lifecycle callback is about to run (for parts that run lifecycle steps).</summary>
+    internal void ReportLifecycle(ActorHost? actor, LifecycleEvent lifecycleEvent) => Lifecycle(actor, lifecycleEvent);
 
     private void Lifecycle(ActorHost? actor, LifecycleEvent lifecycleEvent) =>
         _server.Observer.OnLifecycle(NodeId, StageId, actor?.Instance ?? 0, actor?.AccountId ?? 0, lifecycleEvent);
@@ -908,7 +907,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         return true;
     }
 
-    public bool HasTimer(long timerId) => _timers.ContainsKey(timerId);
+    public bool HasTimer(long timerId) => _timers.Contains(timerId);
 
     private long AddTimer(TimeSpan initialDelay, TimeSpan period, int count, Action callback)
     {
@@ -919,7 +918,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         // Timer ids are scoped to this stage: two stages may both own timer 1 (PlayHouse shared one table, B13).
         var id = ++_nextTimerId;
         var timer = new StageTimer(this, id, count, callback);
-        _timers.Add(id, timer);
+        _timers.Add(timer);
         timer.Start(initialDelay, period);
         return id;
     }
@@ -1090,6 +1089,9 @@ internal sealed class StageTimer(StageHost stage, long id, int count, Action cal
     private volatile bool _active = true;
 
     public long Id { get; } = id;
+
+    /// <summary>The stage that added the timer.</summary>
+    public StageHost Stage => stage;
 
     public Action Callback { get; } = callback;
 

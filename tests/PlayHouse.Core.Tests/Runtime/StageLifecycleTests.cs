@@ -82,6 +82,23 @@ public sealed class StageLifecycleTests
     }
 
     [Fact]
+    public void CreateStage_WithoutAnId_GivesEachCreateOfOneInstantItsOwnNewIdSkippingTakenOnes()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(2);
+
+        // Three creates sent at the same instant, naming no id: the play server picks one for each.
+        var creates = Enumerable.Range(0, 3).Select(_ => h.Api.CreateStage(RuntimeHarness.PlayNode, RuntimeHarness.StageType, "create", Payload.Empty)).ToList();
+        h.Pump();
+        var responses = creates.Select(RuntimeHarness.Completed).ToList();
+
+        Assert.All(responses, r => Assert.Equal(ErrorCodes.Success, r.ErrorCode));
+        Assert.Equal([1L, 3L, 4L], responses.Select(r => r.StageId));
+        Assert.Equal(4, h.Play.StageCount);
+        Assert.All(new long[] { 1, 3, 4 }, id => Assert.Single(h.Events.EventsOf(id), e => e == LifecycleEvent.StageCreate));
+    }
+
+    [Fact]
     public void GetOrCreate_OnExistingStage_RepliesStageExisted()
     {
         using var h = new RuntimeHarness();

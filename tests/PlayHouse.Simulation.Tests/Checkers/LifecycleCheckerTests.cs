@@ -197,6 +197,64 @@ public sealed class LifecycleCheckerTests
         Assert.DoesNotContain("ActorCreate", message, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public void Lifecycle_SecondActorOfAnAccountJoinsWhileTheFirstLives_IsReportedAsASecondJoin()
+    {
+        CreateStage();
+        Actor(1, 0, ActorCreate, ActorAuthenticate);
+        Actor(1, 100, ActorPostAuthenticate, ActorJoinStage, ActorPostJoinStage, ActorDisconnected);
+        Actor(2, 0, ActorCreate, ActorAuthenticate);
+        Actor(2, 100, ActorPostAuthenticate, ActorJoinStage);
+
+        var violation = Assert.Single(_checker.Violations);
+        Assert.Equal(
+            "stage play-1/5, actor #2 (account 100): ActorJoinStage while actor #1 of the same account is joined and disconnected in the stage; the account's join ran a second time (a reconnect must keep its one actor)",
+            violation.Message);
+    }
+
+    [Fact]
+    public void Lifecycle_AccountJoinsAgainAfterItsActorLeft_Passes()
+    {
+        CreateStage();
+        Actor(1, 0, ActorCreate, ActorAuthenticate);
+        Actor(1, 100, ActorPostAuthenticate, ActorJoinStage, ActorPostJoinStage, ActorDestroy);
+        Actor(2, 0, ActorCreate, ActorAuthenticate);
+        Actor(2, 100, ActorPostAuthenticate, ActorJoinStage, ActorPostJoinStage);
+        _checker.OnActorMessage(Node, StageId, 2, 100);
+
+        Assert.False(_checker.HasViolations, _checker.FirstViolation?.ToString());
+    }
+
+    [Fact]
+    public void OnActorMessage_ToADestroyedActor_IsReported()
+    {
+        CreateStage();
+        Actor(1, 0, ActorCreate, ActorAuthenticate);
+        Actor(1, 100, ActorPostAuthenticate, ActorJoinStage, ActorPostJoinStage, ActorDisconnected);
+        _checker.OnActorMessage(Node, StageId, 1, 100);
+        Actor(1, 100, ActorDestroy);
+        _checker.OnActorMessage(Node, StageId, 1, 100);
+
+        var violation = Assert.Single(_checker.Violations);
+        Assert.Equal(
+            "stage play-1/5, actor #1 (account 100): a message was handed to the actor while it is destroyed; messages go to the live actor registered for the account",
+            violation.Message);
+    }
+
+    [Fact]
+    public void OnActorMessage_ToAnActorThatIsNotTheAccountsRegisteredOne_IsReported()
+    {
+        CreateStage();
+        Actor(1, 0, ActorCreate, ActorAuthenticate);
+        Actor(1, 100, ActorPostAuthenticate, ActorJoinStage, ActorPostJoinStage);
+        Actor(2, 0, ActorCreate, ActorAuthenticate);
+        Actor(2, 100, ActorPostAuthenticate, ActorJoinStage, ActorPostJoinStage);
+        _checker.OnActorMessage(Node, StageId, 1, 100);
+
+        Assert.Equal(2, _checker.Violations.Count);
+        Assert.Equal("stage play-1/5, actor #1 (account 100): a message was handed to the actor while actor #2 is registered for the account", _checker.Violations[1].Message);
+    }
+
     private void CreateStage()
     {
         Stage(StageCreate, StagePostCreate);
