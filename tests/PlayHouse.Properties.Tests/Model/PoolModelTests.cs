@@ -74,6 +74,44 @@ public sealed class PoolModelTests(ITestOutputHelper output)
     }
 
     [Fact]
+    [Trait("Category", "Deep")]
+    public void Pool_SequencesSplitOverTwoToEightThreads_AgreeWithTheModelAtQuiescence()
+    {
+        // The same programs, each run with its operations spread over 2-8 OS threads (a buffer's rent, moves and
+        // returns on different threads); outcomes per operation, the ledger and the counters at quiescence.
+        var property = Prop.ForAll(
+            Arb.From(from program in PoolGen.Programs() from threads in Gen.Choose(PoolThreadedRun.ThreadsMin, PoolThreadedRun.ThreadsMax) select (program, threads)),
+            run =>
+            {
+                PoolThreadedRun.Run(run.program, FlawedPools.Find(FlawedPools.Real)!, run.threads);
+                return true;
+            });
+        var runner = new ModelRunner();
+        Check.One(ModelRunner.Config(runner, PropertyDepth.Cases(100), "pool-threads"), property);
+        runner.ThrowIfFailed();
+    }
+
+    [Theory]
+    [InlineData("double-return-undetected")]
+    [InlineData("move-keeps-old-handle")]
+    [InlineData("thread-cache-unbounded")]
+    public void FlawedPool_SequencesSplitOverThreads_IsFound(string flaw)
+    {
+        // The threaded run checks less per step (no per-step counters or misuse snapshots), so it must still bite.
+        var property = Prop.ForAll(
+            Arb.From(from program in PoolGen.Programs() from threads in Gen.Choose(PoolThreadedRun.ThreadsMin, PoolThreadedRun.ThreadsMax) select (program, threads)),
+            run =>
+            {
+                PoolThreadedRun.Run(run.program, FlawedPools.Find(flaw)!, run.threads);
+                return true;
+            });
+        var runner = new ModelRunner();
+        Check.One(ModelRunner.Config(runner, 500, "pool-threads-" + flaw), property);
+        output.WriteLine(runner.FailureText);
+        runner.Failed.ShouldBeTrue($"{flaw} was not found on real threads in 500 programs");
+    }
+
+    [Fact]
     public void PoolProgram_EncodedAndDecoded_IsTheSameProgram()
     {
         var property = Prop.ForAll(
