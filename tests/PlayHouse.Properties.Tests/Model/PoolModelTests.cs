@@ -165,41 +165,6 @@ public static class PoolGen
         from second in Gen.Choose(0, 255)
         select PoolFuzzConfig.Decode((byte)first, (byte)second);
 
-    /// <summary>Simpler configurations first: one executor, small classes, no pre-warm, smaller caches.</summary>
-    public static IEnumerable<PoolFuzzConfig> Shrink(PoolFuzzConfig config)
-    {
-        ArgumentNullException.ThrowIfNull(config);
-        if (config.Executors > 1)
-        {
-            yield return config with { Executors = 1 };
-        }
-
-        if (config.PreWarmCount > 0)
-        {
-            yield return config with { PreWarmCount = 0 };
-        }
-
-        if (config.ClearOnReturn)
-        {
-            yield return config with { ClearOnReturn = false };
-        }
-
-        if (config.SingleThreaded)
-        {
-            yield return config with { SingleThreaded = false };
-        }
-
-        if (config.LocalCapacity > 0)
-        {
-            yield return config with { LocalCapacity = config.LocalCapacity / 2 };
-        }
-
-        if (config.GlobalCapacity > 0)
-        {
-            yield return config with { GlobalCapacity = config.GlobalCapacity / 2 };
-        }
-    }
-
     /// <summary>The next operation: anything valid for the model, weighted towards rents, returns and misuse.</summary>
     public static Gen<PoolOp> Next(PoolModel model)
     {
@@ -253,7 +218,7 @@ public sealed class PoolMachine(PoolSubjectFactory factory) : Machine<PoolInterp
     public override Arbitrary<Setup<PoolInterpreter, PoolModel>> Setup =>
         Arb.From(
             PoolGen.Configs().Select(c => (Setup<PoolInterpreter, PoolModel>)new PoolSetup(this, c)),
-            setup => PoolGen.Shrink(((PoolSetup)setup).Config).Select(c => (Setup<PoolInterpreter, PoolModel>)new PoolSetup(this, c)));
+            setup => ((PoolSetup)setup).Config.Simpler().Select(c => (Setup<PoolInterpreter, PoolModel>)new PoolSetup(this, c)));
 
     public override TearDown<PoolInterpreter> TearDown => new PoolTearDown();
 
