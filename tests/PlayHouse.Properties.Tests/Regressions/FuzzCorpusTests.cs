@@ -1,0 +1,66 @@
+using PlayHouse.Fixtures.Fuzzing;
+using PlayHouse.Properties.Tests.Infrastructure;
+using Shouldly;
+using Xunit.Abstractions;
+
+namespace PlayHouse.Properties.Tests.Regressions;
+
+/// <summary>
+/// Replays the committed fuzz corpora (fixtures/corpus/TARGET, minimised by afl-cmin) and every past failure
+/// (fixtures/corpus/regressions/TARGET) through the same targets afl++ runs, so each run of the tests re-checks what
+/// coverage-guided fuzzing once reached, without afl++.
+/// </summary>
+public sealed class FuzzCorpusTests(ITestOutputHelper output)
+{
+    public static TheoryData<string> Targets { get; } = [.. FuzzTargets.Names];
+
+    [Theory]
+    [MemberData(nameof(Targets))]
+    public void Corpus_EveryFileAndPastFailure_PassesItsTarget(string target)
+    {
+        var files = Files(target);
+        files.Count.ShouldBeGreaterThan(0, $"no corpus for {target} under fixtures/corpus");
+        var fuzzTarget = FuzzTargets.Find(target)!;
+        var failures = new List<string>();
+        foreach (var file in files)
+        {
+            try
+            {
+                fuzzTarget(File.ReadAllBytes(file));
+            }
+            catch (Exception ex)
+            {
+                failures.Add($"{Path.GetRelativePath(RepositoryRoot.Path, file)}: {ex.GetType().Name}: {ex.Message}");
+            }
+        }
+
+        output.WriteLine($"{target}: {files.Count} file(s) replayed");
+        failures.ShouldBeEmpty();
+    }
+
+    [Fact]
+    public void CorpusTest_WithAnInputThatBreaksAnInvariant_Fails()
+    {
+        // A flawed pool fails on the committed regression input of the shorter-write model fix and on a corpus file,
+        // so a corpus replay against a broken pool cannot pass by accident.
+        var input = File.ReadAllBytes(Files("pool").First(f => f.Contains("regressions", StringComparison.Ordinal)));
+        Should.Throw<FuzzViolationException>(() => Fixtures.Fuzzing.Pool.PoolInterpreter.Run(
+            Fixtures.Fuzzing.Pool.PoolProgram.Decode(input),
+            Fixtures.Flawed.Pools.FlawedPools.Find("return-keeps-owner")!));
+    }
+
+    private static List<string> Files(string target)
+    {
+        var files = new List<string>();
+        foreach (var folder in new[] { Path.Combine("fixtures", "corpus", target), Path.Combine("fixtures", "corpus", "regressions", target) })
+        {
+            var path = RepositoryRoot.File(folder);
+            if (Directory.Exists(path))
+            {
+                files.AddRange(Directory.GetFiles(path).Order(StringComparer.Ordinal));
+            }
+        }
+
+        return files;
+    }
+}
