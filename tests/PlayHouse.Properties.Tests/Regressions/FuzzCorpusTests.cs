@@ -1,4 +1,6 @@
+using PlayHouse.Fixtures.Flawed.Pools;
 using PlayHouse.Fixtures.Fuzzing;
+using PlayHouse.Fixtures.Fuzzing.Pool;
 using PlayHouse.Properties.Tests.Infrastructure;
 using Shouldly;
 using Xunit.Abstractions;
@@ -38,16 +40,30 @@ public sealed class FuzzCorpusTests(ITestOutputHelper output)
         failures.ShouldBeEmpty();
     }
 
-    [Fact]
-    public void CorpusTest_WithAnInputThatBreaksAnInvariant_Fails()
+    [Theory]
+    [MemberData(nameof(FlawNames))]
+    public void PoolCorpus_ReplayedAgainstAFlawedPool_Fails(string flaw)
     {
-        // A flawed pool fails on the committed regression input of the shorter-write model fix and on a corpus file,
-        // so a corpus replay against a broken pool cannot pass by accident.
-        var input = File.ReadAllBytes(Files("pool").First(f => f.Contains("regressions", StringComparison.Ordinal)));
-        Should.Throw<FuzzViolationException>(() => Fixtures.Fuzzing.Pool.PoolInterpreter.Run(
-            Fixtures.Fuzzing.Pool.PoolProgram.Decode(input),
-            Fixtures.Flawed.Pools.FlawedPools.Find("return-keeps-owner")!));
+        // The replay must be able to fail: the same files against each flawed pool break at least one check.
+        var factory = FlawedPools.Find(flaw)!;
+        var failing = Files("pool").Count(file =>
+        {
+            try
+            {
+                PoolInterpreter.Run(PoolProgram.Decode(File.ReadAllBytes(file)), factory);
+                return false;
+            }
+            catch (FuzzViolationException)
+            {
+                return true;
+            }
+        });
+
+        output.WriteLine($"{flaw}: {failing} of {Files("pool").Count} pool corpus file(s) fail");
+        failing.ShouldBeGreaterThan(0);
     }
+
+    public static TheoryData<string> FlawNames { get; } = [.. FlawedPools.FlawNames];
 
     private static List<string> Files(string target)
     {
