@@ -141,6 +141,7 @@ internal sealed class FuzzCommands(IRunView view, IWallClock clock)
         view.Line(settings.Banner());
         var random = new Xoshiro256StarStar(settings.Seed);
         var seeds = settings.Target == "pool" ? [] : FuzzSeeds.For(settings.Target);
+        // Distinct states: the model's fingerprint after every step (lock-step) or after each program (threads).
         var signatures = new HashSet<ulong>();
         var started = clock.Elapsed;
         var lastProgress = started;
@@ -264,7 +265,7 @@ internal sealed class FuzzCommands(IRunView view, IWallClock clock)
             var factory = FlawedPools.Find(settings.Pool)!;
             if (settings.Threads is { } threads)
             {
-                PoolThreadedRun.Run(program, factory, threads);
+                AddSignature(signatures, PoolThreadedRun.Run(program, factory, threads).StateSignature());
                 ops += program.Ops.Count;
                 return null;
             }
