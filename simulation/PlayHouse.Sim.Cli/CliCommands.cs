@@ -7,7 +7,7 @@ using PlayHouse.Simulation.Runs;
 
 namespace PlayHouse.Sim.Cli;
 
-/// <summary>The runner's commands: run, replay, swarm, list and bench.</summary>
+/// <summary>The runner's commands: run, replay, swarm, list, bench and fuzz.</summary>
 /// <remarks>Not thread-safe; one instance serves one command line.</remarks>
 internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationToken stop = default)
 {
@@ -34,6 +34,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         var bench = new BenchCommands(view, clock).Build();
         bench.Subcommands.Add(_tcp.BenchTcpCommand());
         root.Subcommands.Add(bench);
+        root.Subcommands.Add(new FuzzCommands(view, clock).Build());
         return root;
     }
 
