@@ -5,6 +5,7 @@ using FsCheck.Fluent;
 using PlayHouse.Fixtures.Flawed.Pools;
 using PlayHouse.Fixtures.Fuzzing;
 using PlayHouse.Fixtures.Fuzzing.Pool;
+using PlayHouse.Fixtures.Properties;
 using PlayHouse.Properties.Tests.Infrastructure;
 using Shouldly;
 using Xunit.Abstractions;
