@@ -4,7 +4,6 @@ using System.Text.Json;
 using Google.Protobuf;
 using PlayHouse.Conformance.Proto;
 using PlayHouse.Core.Codec;
-using PlayHouse.Core.Runtime;
 using PlayHouse.Transport.Tcp;
 
 namespace PlayHouse.Conformance.Tests;
@@ -102,7 +101,7 @@ public sealed class ConformanceServerTests : IAsyncLifetime
     [InlineData("alice", "invalid-token")]
     [InlineData("alice", "")]
     [InlineData("", "valid-token")]
-    public async Task Authenticate_BadCredentials_FailsWithAuthenticationFailed(string userId, string token)
+    public async Task Authenticate_BadCredentials_FailsWithPlayHouseAuthenticationFailedCode(string userId, string token)
     {
         var stageId = await CreateStageAsync();
         using var client = await ConnectAsync();
@@ -110,7 +109,7 @@ public sealed class ConformanceServerTests : IAsyncLifetime
         var reply = await client.AuthenticateAsync(stageId, Bytes(new AuthenticateRequest { UserId = userId, Token = token }));
 
         Assert.False(reply.IsSuccess);
-        Assert.Equal(ErrorCodes.AuthenticationFailed, reply.ErrorCode);
+        Assert.Equal(ConformanceMsgIds.AuthenticationFailed, reply.ErrorCode);
     }
 
     [Fact]
