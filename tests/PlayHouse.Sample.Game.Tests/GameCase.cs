@@ -92,13 +92,12 @@ public static class GameCaseGen
     /// <summary>Cases of a game built with <paramref name="bug"/> (never shrunk away: it is the game under test).</summary>
     public static Arbitrary<GameCase> Of(PlantedBug bug) => Arb.From(Cases(bug), Shrink);
 
+    // Players mostly answer within three quarters of the turn, so a move misses its turn only when the network is
+    // slow as well (latency, or a lost segment's retransmission): late moves happen, but not in every run.
     private static Gen<GameCase> Cases(PlantedBug bug) =>
         from seed in Gen.Choose(1, int.MaxValue)
         from pairs in Gen.Choose(1, 4)
         from turnTimeMs in Gen.Choose(100, 1_000)
-
-        // Players mostly answer within three quarters of the turn, so a move misses its turn only when the network
-        // is slow as well: late moves happen, but not in every run.
         from thinkMsMax in Gen.Choose(0, turnTimeMs * 3 / 4)
         from latencyMsMax in Gen.Choose(1, 100)
         from lossPercent in Gen.Frequency((3, Gen.Constant(0)), (1, Gen.Choose(1, 5)))
