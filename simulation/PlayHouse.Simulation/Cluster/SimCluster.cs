@@ -8,6 +8,12 @@ using PlayHouse.Simulation.Network;
 
 namespace PlayHouse.Simulation.Cluster;
 
+/// <summary>
+/// Makes the server side of one accepted client connection on a play server: it must take the connection as its
+/// receiver and connect a session to <paramref name="server"/>. The standard is <see cref="SimSessionConnection"/>.
+/// </summary>
+public delegate void SimSessionFactory(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics);
+
 /// <summary>A stage type as a cluster registers it on every play server (and again after a restart).</summary>
 public sealed record SimStageType(string Name, Func<IStageLink, IStage> StageFactory, Func<IActorLink, IActor> ActorFactory);
 
@@ -30,6 +36,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
     private NodeParts _nodeParts = NodeParts.Standard;
+    private SimSessionFactory? _sessions;
 
     public ulong Seed { get; } = seed;
 
@@ -106,14 +113,28 @@ public sealed class SimClusterBuilder(ulong seed)
         return this;
     }
 
+    /// <summary>
+    /// How play servers serve accepted client connections (the bug zoo plugs a flawed session in here); the standard
+    /// is <see cref="SimSessionConnection"/>.
+    /// </summary>
+    public SimClusterBuilder WithSessionConnections(SimSessionFactory factory)
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        _sessions = factory;
+        return this;
+    }
+
     /// <summary>The node parts set so far, so that several variants can be combined (<c>builder.NodeParts with { ... }</c>).</summary>
     public NodeParts NodeParts => _nodeParts;
+
+    private static void StandardSessions(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics) =>
+        _ = new SimSessionConnection(connection, server, msgIds, statistics);
 
     public SimCluster Build()
     {
         var world = new SimWorld(Seed, _worldOptions);
         var network = new SimNetwork(world, world.CreateRandom(), _network);
-        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts };
+        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts, SessionFactory = _sessions ?? StandardSessions };
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
         {
@@ -180,6 +201,12 @@ public sealed class SimNode
     /// <summary>The endpoint clients connect to (play servers only).</summary>
     public string ClientEndpoint => "play:" + NodeId;
 
+    /// <summary>Work items this incarnation's executor was handed (stage turns, continuations, posted callbacks).</summary>
+    public long ExecutorWorkItems => Executor.WorkItems;
+
+    /// <summary>Timer callbacks this incarnation's time provider ran (timers, delays, game loops).</summary>
+    public long TimerFirings => Time.Firings;
+
     internal NodeExecutor Executor { get; set; } = null!;
 
     internal NodeTimeProvider Time { get; set; } = null!;
@@ -237,6 +264,9 @@ public sealed class SimCluster : IDisposable
 
     /// <summary>The components every node is built from (set by <see cref="SimClusterBuilder.WithNodeParts"/>).</summary>
     public NodeParts NodeParts { get; internal init; } = NodeParts.Standard;
+
+    /// <summary>How play servers serve accepted client connections (set by <see cref="SimClusterBuilder.WithSessionConnections"/>).</summary>
+    internal SimSessionFactory SessionFactory { get; init; } = null!;
 
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
@@ -351,7 +381,7 @@ public sealed class SimCluster : IDisposable
         node.Incarnation++;
         node.Executor = new NodeExecutor(World.Executor);
         node.Time = new NodeTimeProvider(World.Time);
-        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
+        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, Store = NodeParts.PoolStore });
         node.Sessions = new SimSessionStatistics();
         var random = new Xoshiro256StarStar(node.Seed + (ulong)node.Incarnation);
         var seams = new NodeSeams(node.Time, node.Executor, random, node.Pool) { Observer = Observer, Parts = NodeParts };
@@ -364,7 +394,8 @@ public sealed class SimCluster : IDisposable
             }
 
             node.Server = play;
-            Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions));
+            var sessions = node.Sessions;
+            Network.Listen(node.ClientEndpoint, connection => SessionFactory(connection, play, MsgIds, sessions));
         }
         else
         {
@@ -395,6 +426,9 @@ internal sealed class NodeExecutor(SimExecutor inner) : IExecutor
 
     public bool IsAlive { get; set; } = true;
 
+    /// <summary>Items handed to this executor while the node was up.</summary>
+    public long WorkItems { get; private set; }
+
     /// <summary>Items that were queued before the crash and did not run.</summary>
     public long DroppedAfterCrash { get; private set; }
 
@@ -405,6 +439,7 @@ internal sealed class NodeExecutor(SimExecutor inner) : IExecutor
             return;
         }
 
+        WorkItems++;
         var guard = _free.Count > 0 ? _free.Pop() : new Guard(this);
         guard.Item = workItem;
         inner.Schedule(guard);
@@ -438,6 +473,9 @@ internal sealed class NodeTimeProvider(SimTimeProvider inner) : TimeProvider
 {
     public bool IsAlive { get; set; } = true;
 
+    /// <summary>Timer callbacks run for the node.</summary>
+    public long Firings { get; private set; }
+
     public override long TimestampFrequency => inner.TimestampFrequency;
 
     public override long GetTimestamp() => inner.GetTimestamp();
@@ -462,6 +500,7 @@ internal sealed class NodeTimeProvider(SimTimeProvider inner) : TimeProvider
         {
             if (owner.IsAlive)
             {
+                owner.Firings++;
                 callback(state);
                 return;
             }

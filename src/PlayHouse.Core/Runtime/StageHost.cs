@@ -20,6 +20,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly Lock? _gate;
     // Inline in the host (not readonly: a mutable struct); see RingQueue for why not Queue<T>.
     private RingQueue<StageMessage> _mailbox = new(4);
+
+    // A replaced mailbox queue (NodeParts.MailboxQueue), or null for the inline ring above, which the hot path keeps.
+    private readonly StageMailboxQueue? _mailboxPart;
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
@@ -56,6 +59,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         StageType = registration.StageType;
         _syncContext = new StageSynchronizationContext(this);
         _onHandlerResumed = OnHandlerResumed;
+        _mailboxPart = server.Parts.MailboxQueue?.Invoke();
     }
 
     private enum StageState
@@ -81,6 +85,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     public bool IsGameLoopRunning => _gameLoop is not null;
 
+    /// <summary>Entries in the mailbox (the inline ring, or the replaced queue); read under the stage's lock.</summary>
+    private int MailboxCount => _mailboxPart is null ? _mailbox.Count : _mailboxPart.Count;
+
     /// <summary>The most messages this mailbox held at once.</summary>
     public int MailboxHighWater { get; private set; }
 
@@ -90,7 +97,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             using (NodeLock.Enter(_gate))
             {
-                return _mailbox.Count;
+                return MailboxCount;
             }
         }
     }
@@ -134,13 +141,21 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 return false;
             }
 
-            _mailbox.Enqueue(message);
+            if (_mailboxPart is null)
+            {
+                _mailbox.Enqueue(message);
+            }
+            else
+            {
+                _mailboxPart.Enqueue(message);
+            }
+
             if (message.External)
             {
                 _externalQueued++;
             }
 
-            length = _mailbox.Count;
+            length = MailboxCount;
             if (length > MailboxHighWater)
             {
                 MailboxHighWater = length;
@@ -319,9 +334,17 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                         continuation = _continuations.Dequeue();
                         hasContinuation = true;
                     }
-                    else if (!_suspended && _mailbox.Count > 0 && budget > 0)
+                    else if (!_suspended && MailboxCount > 0 && budget > 0)
                     {
-                        _mailbox.Dequeue(out message);
+                        if (_mailboxPart is null)
+                        {
+                            _mailbox.Dequeue(out message);
+                        }
+                        else
+                        {
+                            _mailboxPart.Dequeue(out message);
+                        }
+
                         if (message.External)
                         {
                             _externalQueued--;
@@ -334,7 +357,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                     else
                     {
                         // Keep the turn flag when work remains past the budget, and hand the executor back for fairness.
-                        reschedule = _continuations.Count > 0 || (!_suspended && _mailbox.Count > 0);
+                        reschedule = _continuations.Count > 0 || (!_suspended && MailboxCount > 0);
                         _scheduled = reschedule;
 
                         // Release the turn before the lock: once _scheduled is false a post on another thread may start
@@ -770,10 +793,19 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         using (NodeLock.Enter(_gate))
         {
             _state = StageState.Closed;
-            orphans = new List<StageMessage>(_mailbox.Count);
-            while (_mailbox.Count > 0)
+            orphans = new List<StageMessage>(MailboxCount);
+            while (MailboxCount > 0)
             {
-                _mailbox.Dequeue(out var orphan);
+                StageMessage orphan;
+                if (_mailboxPart is null)
+                {
+                    _mailbox.Dequeue(out orphan);
+                }
+                else
+                {
+                    _mailboxPart.Dequeue(out orphan);
+                }
+
                 orphans.Add(orphan);
             }
 
