@@ -513,6 +513,7 @@ public static class TcpScenarioRunner
             ApiCreateScenario => new("api-create", WorkloadMsgIds.ApiCall, CreateStagesOnJoin: false),
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
+            AwaitEchoScenario => new("await-echo", WorkloadMsgIds.DelayedEcho),
             _ => null,
         };
     }

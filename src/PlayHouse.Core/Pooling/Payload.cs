@@ -192,5 +192,5 @@ public readonly struct Payload : IDisposable
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void ThrowStale(PooledBuffer buffer, long generation, string action, string? target = null) =>
-        throw PoolOwnershipException.StaleHandle(buffer, generation, action, target);
+        throw buffer.Pool.Fault(PoolOwnershipException.StaleHandle(buffer, generation, action, target));
 }

@@ -11,6 +11,9 @@ public sealed record NodeParts
     /// <summary>Every part the node ships with.</summary>
     public static NodeParts Standard { get; } = new();
 
+    /// <summary>What a stage's dispatcher does when a handler suspends at an await and when its work completes.</summary>
+    internal IHandlerCompletion HandlerCompletion { get; init; } = StandardHandlerCompletion.Instance;
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

@@ -21,6 +21,7 @@ public sealed class PlayServer : ServerNode
     private long _nextSessionId;
     private long _nextActorInstance;
     private int _stagesHighWater;
+    private int _handlersInProgress;
 
     public PlayServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
         : base(nodeId, seams, options)
@@ -67,6 +68,13 @@ public sealed class PlayServer : ServerNode
 
         return this;
     }
+
+    /// <summary>
+    /// Stage handlers started and not yet ended, awaits included: a handler suspended at an await still counts. A
+    /// graceful shutdown drains this with the mailboxes, so it never stops a node under a handler that has not
+    /// finished (PlayHouse's pending count dropped when the handler's call returned at its first await, B16).
+    /// </summary>
+    public int HandlersInProgress => Volatile.Read(ref _handlersInProgress);
 
     public bool HasStage(long stageId)
     {
@@ -365,6 +373,29 @@ public sealed class PlayServer : ServerNode
             {
                 _stages.Remove(stage.StageId);
             }
+        }
+    }
+
+    /// <summary>A stage handler starts (called on the stage's turn, before its call).</summary>
+    internal void OnHandlerStarted()
+    {
+        if (Options.SingleThreaded)
+        {
+            _handlersInProgress++;
+        }
+        else
+        {
+            Interlocked.Increment(ref _handlersInProgress);
+        }
+    }
+
+    /// <summary>A stage handler's work, awaits included, ended (called by the handler-completion part).</summary>
+    internal void OnHandlerEnded()
+    {
+        var left = Options.SingleThreaded ? --_handlersInProgress : Interlocked.Decrement(ref _handlersInProgress);
+        if (left < 0)
+        {
+            throw new InvalidOperationException($"Node {NodeId}: more stage handlers ended than started.");
         }
     }
 

@@ -23,6 +23,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
+    private readonly IHandlerCompletion _completion;
     private readonly Dictionary<long, ActorHost> _actorsByAccount = [];
     private readonly List<IActor> _actorOrder = [];
     private readonly Dictionary<long, StageTimer> _timers = [];
@@ -56,6 +57,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         StageType = registration.StageType;
         _syncContext = new StageSynchronizationContext(this);
         _onHandlerResumed = OnHandlerResumed;
+        _completion = server.Parts.HandlerCompletion;
     }
 
     private enum StageState
@@ -107,6 +109,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     }
 
     internal ServerCounters Counters => _server.Counters;
+
+    /// <summary>The play server this stage runs on.</summary>
+    internal PlayServer Server => _server;
 
     internal ExecutorSynchronizationContext OffStageContext => _server.OffStageContext;
 
@@ -408,6 +413,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
 
         _handlingChainOut = null;
+        _server.OnHandlerStarted();
         _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
         ValueTask task;
         try
@@ -422,7 +428,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         if (task.IsCompleted)
         {
             _server.Observer.OnHandlerExited(NodeId, StageId);
-            Finish(ref message, task);
+            Finish(ref message, task, wasSuspended: false);
             return;
         }
 
@@ -430,6 +436,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             _suspended = true;
         }
+
+        _completion.OnSuspended(this, ref message);
 
         _current = message;
         _currentTask = task;
@@ -451,10 +459,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _suspended = false;
         }
 
-        Finish(ref message, task);
+        Finish(ref message, task, wasSuspended: true);
     }
 
-    private void Finish(ref StageMessage message, ValueTask task)
+    private void Finish(ref StageMessage message, ValueTask task, bool wasSuspended)
     {
         try
         {
@@ -480,8 +488,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _handlingChainOut = null;
         _server.Observer.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
 
-        // The payload was lent to the handler until now, awaits included (B7d); a handler that kept it moved it.
-        message.Payload.DisposeIfOwner();
+        // The handler's work, awaits included, is over: it leaves the node's pending work and its payload is released.
+        _completion.OnCompleted(this, ref message, wasSuspended);
     }
 
     private ValueTask Dispatch(ref StageMessage message)
