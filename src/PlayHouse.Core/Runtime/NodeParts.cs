@@ -14,6 +14,9 @@ public sealed record NodeParts
     /// <summary>What a stage's dispatcher does when a handler suspends at an await and when its work completes.</summary>
     internal IHandlerCompletion HandlerCompletion { get; init; } = StandardHandlerCompletion.Instance;
 
+    /// <summary>How a link's send to a stage or API server puts the caller's payload into the outgoing message.</summary>
+    internal IMeshSendPayloads MeshSendPayloads { get; init; } = OwningMeshSendPayloads.Instance;
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

@@ -24,6 +24,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
     private readonly IHandlerCompletion _completion;
+    private readonly IMeshSendPayloads _meshSends;
     private readonly Dictionary<long, ActorHost> _actorsByAccount = [];
     private readonly List<IActor> _actorOrder = [];
     private readonly Dictionary<long, StageTimer> _timers = [];
@@ -58,6 +59,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _syncContext = new StageSynchronizationContext(this);
         _onHandlerResumed = OnHandlerResumed;
         _completion = server.Parts.HandlerCompletion;
+        _meshSends = server.Parts.MeshSendPayloads;
     }
 
     private enum StageState
@@ -853,13 +855,13 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _server.SendReply(request.ReplyToken, msgId, payload.Move("reply"), errorCode, StageId);
 
     public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) =>
-        _server.SendOneWay(nodeId, stageId, msgId, payload.Move("mesh"), StageId);
+        _server.SendOneWay(nodeId, stageId, msgId, _meshSends.Wrap(payload), StageId);
 
     public Task<Response> RequestToStage(string nodeId, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
-        _server.RequestAsync(nodeId, stageId, msgId, payload.Move("mesh"), timeout, this, SystemOp.None, stageType: null);
+        _server.RequestAsync(nodeId, stageId, msgId, _meshSends.Wrap(payload), timeout, this, SystemOp.None, stageType: null);
 
     public void RequestToStage(string nodeId, long stageId, string msgId, Payload payload, Action<Response> callback, TimeSpan? timeout = null) =>
-        _server.RequestWithCallback(nodeId, stageId, msgId, payload.Move("mesh"), callback, timeout, this);
+        _server.RequestWithCallback(nodeId, stageId, msgId, _meshSends.Wrap(payload), callback, timeout, this);
 
     public void SendToApi(string nodeId, string msgId, Payload payload) => SendToStage(nodeId, 0, msgId, payload);
 
