@@ -17,6 +17,9 @@ public sealed record NodeParts
     /// <summary>How a link's send to a stage or API server puts the caller's payload into the outgoing message.</summary>
     internal IMeshSendPayloads MeshSendPayloads { get; init; } = OwningMeshSendPayloads.Instance;
 
+    /// <summary>How an actor's push reaches its client's session.</summary>
+    internal IClientPushes ClientPushes { get; init; } = OwningClientPushes.Instance;
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }
