@@ -514,6 +514,10 @@ public static class TcpScenarioRunner
             TimersScenario => new("timers", WorkloadMsgIds.Echo, Timers: true),
             ReconnectScenario => new("reconnect", WorkloadMsgIds.Echo),
             AwaitEchoScenario => new("await-echo", WorkloadMsgIds.DelayedEcho),
+
+            // The injected hook fault is a simulation device; over TCP the scenario is an echo (the TCP session's
+            // callbacks catch and count faults the same way, see SocketConnection).
+            ReceiveFaultScenario => new("receive-fault", WorkloadMsgIds.Echo),
             _ => null,
         };
     }

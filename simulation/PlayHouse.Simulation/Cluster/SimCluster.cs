@@ -8,6 +8,9 @@ using PlayHouse.Simulation.Network;
 
 namespace PlayHouse.Simulation.Cluster;
 
+/// <summary>Makes the server side of a client session for a connection a play server accepted.</summary>
+public delegate SimSessionConnection SimSessionFactory(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics);
+
 /// <summary>A stage type as a cluster registers it on every play server (and again after a restart).</summary>
 public sealed record SimStageType(string Name, Func<IStageLink, IStage> StageFactory, Func<IActorLink, IActor> ActorFactory);
 
@@ -30,6 +33,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
     private NodeParts _nodeParts = NodeParts.Standard;
+    private SimSessionFactory _sessions = StandardSessions;
 
     public ulong Seed { get; } = seed;
 
@@ -109,11 +113,25 @@ public sealed class SimClusterBuilder(ulong seed)
     /// <summary>The node parts set so far, so that several variants can be combined (<c>builder.NodeParts with { ... }</c>).</summary>
     public NodeParts NodeParts => _nodeParts;
 
+    /// <summary>
+    /// Makes each play server's client sessions (the bug zoo plugs flawed sessions in here; the standard is
+    /// <see cref="SimSessionConnection"/>).
+    /// </summary>
+    public SimClusterBuilder WithSessionConnections(SimSessionFactory sessions)
+    {
+        ArgumentNullException.ThrowIfNull(sessions);
+        _sessions = sessions;
+        return this;
+    }
+
+    private static SimSessionConnection StandardSessions(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics) =>
+        new(connection, server, msgIds, statistics);
+
     public SimCluster Build()
     {
         var world = new SimWorld(Seed, _worldOptions);
         var network = new SimNetwork(world, world.CreateRandom(), _network);
-        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts };
+        var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics) { NodeParts = _nodeParts, Sessions = _sessions };
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
         {
@@ -237,6 +255,9 @@ public sealed class SimCluster : IDisposable
 
     /// <summary>The components every node is built from (set by <see cref="SimClusterBuilder.WithNodeParts"/>).</summary>
     public NodeParts NodeParts { get; internal init; } = NodeParts.Standard;
+
+    /// <summary>Makes the play servers' client sessions (set by <see cref="SimClusterBuilder.WithSessionConnections"/>).</summary>
+    internal SimSessionFactory Sessions { get; init; } = (connection, server, msgIds, statistics) => new SimSessionConnection(connection, server, msgIds, statistics);
 
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
@@ -368,7 +389,8 @@ public sealed class SimCluster : IDisposable
             }
 
             node.Server = play;
-            Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions));
+            var sessions = Sessions;
+            Network.Listen(node.ClientEndpoint, connection => _ = sessions(connection, play, MsgIds, node.Sessions));
         }
         else
         {

@@ -6,30 +6,62 @@ using PlayHouse.Simulation.Network;
 namespace PlayHouse.Simulation.Cluster;
 
 /// <summary>
-/// The server side of one client session in simulation: bytes from the <see cref="SimConnection"/> go through
-/// the real client codec into the play server, and the server's frames are encoded and sent back as bytes.
-/// A malformed frame closes the session with the decoder's reason; the send queue's cap is the network path's.
+/// The server side of one client session in simulation, modelled on the TCP session: bytes from the
+/// <see cref="SimConnection"/> land in the session's pooled receive buffer, go through the real client codec and into
+/// the play server; the server's frames are encoded and sent back as bytes. A malformed frame closes the session with
+/// the decoder's reason; the send queue's cap is the network path's.
+/// <para>Ownership follows the TCP session (B7e): the receive buffer and the decoder belong to the receive side and
+/// are returned exactly once, when it ends. A close from any side (the server, a send that found the connection
+/// broken, the peer or a reset) only marks the session closed and tells the server once; a close that happens inside a
+/// receive callback leaves the buffer to that callback, which returns it when it unwinds.</para>
+/// <para>No exception escapes a network callback (B16c): an exception from the server while a frame is received is
+/// counted in <see cref="SimSessionStatistics.CallbackFaults"/> and closes this session; the process and every other
+/// session go on.</para>
+/// <para>The bug zoo's flawed sessions derive from this class and replace one step (<see cref="SendFrame"/>,
+/// <see cref="Receive"/>, <see cref="OnSendFailed"/>, <see cref="OnReceiveEnded"/>) through
+/// <see cref="SimClusterBuilder.WithSessionConnections"/>.</para>
 /// </summary>
 /// <remarks>Not thread-safe; runs on the simulation thread.</remarks>
-public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
+public class SimSessionConnection : IClientConnection, IStreamReceiver
 {
+    /// <summary>The session's receive buffer: a socket receive hands the decoder at most this many bytes at a time.</summary>
+    public const int ReceiveBufferBytes = 1024;
+
     private readonly SimConnection _connection;
     private readonly PlayServer _server;
     private readonly ClientFrameDecoder _decoder;
     private readonly SimSessionStatistics _statistics;
+    private Payload _receiveBuffer;
+    private bool _receiving;
+    private bool _receiveEnded;
     private bool _closed;
 
     public SimSessionConnection(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics)
     {
+        ArgumentNullException.ThrowIfNull(connection);
+        ArgumentNullException.ThrowIfNull(server);
+        ArgumentNullException.ThrowIfNull(statistics);
         _connection = connection;
         _server = server;
         _statistics = statistics;
         _decoder = new ClientFrameDecoder(server.Pool, msgIds, new FrameDecoderOptions { PayloadOwner = "session-receive" });
+        _receiveBuffer = server.Pool.Rent(ReceiveBufferBytes, "session-receive-buffer");
         SessionId = server.Connect(this);
         connection.SetReceiver(this);
     }
 
     public long SessionId { get; }
+
+    /// <summary>The play server this session belongs to.</summary>
+    protected PlayServer Server => _server;
+
+    protected SimSessionStatistics Statistics => _statistics;
+
+    /// <summary>True once the session closed (from any side); it then receives and sends nothing more.</summary>
+    protected bool IsClosed => _closed;
+
+    /// <summary>The receive buffer's handle while the receive side holds it (empty once it was returned).</summary>
+    protected Payload ReceiveBuffer => _receiveBuffer;
 
     public bool TrySend(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
     {
@@ -40,18 +72,7 @@ public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
                 return false;
             }
 
-            var length = ServerFrameEncoder.GetEncodedLength(msgId, payload.Length);
-            var scratch = _connection.Network.SendScratch(length);
-            ServerFrameEncoder.Encode(scratch, msgId, msgSeq, stageId, errorCode, payload.Span);
-            if (_connection.Send(scratch.AsSpan(0, length)))
-            {
-                _statistics.FramesSent++;
-                _statistics.SendQueueHighWaterBytes = Math.Max(_statistics.SendQueueHighWaterBytes, _connection.QueuedBytes);
-                return true;
-            }
-
-            _statistics.SendsRefused++;
-            return false;
+            return SendFrame(msgId, msgSeq, stageId, errorCode, payload);
         }
         finally
         {
@@ -59,6 +80,7 @@ public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
         }
     }
 
+    /// <summary>The server closes the session (first message not authentication, a newer login, ...).</summary>
     public void Close(string reason)
     {
         if (_closed)
@@ -72,39 +94,125 @@ public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
         Finish();
     }
 
-    void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data) => OnData(data);
-
-    void IStreamReceiver.OnStreamClosed(SimConnection connection, string reason) => OnClosed(reason);
-
-    private void OnData(ReadOnlySpan<byte> data)
+    void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data)
     {
         if (_closed)
         {
             return;
         }
 
+        _receiving = true;
         try
         {
-            while (_decoder.TryDecode(ref data, out var frame))
+            Receive(data);
+        }
+        finally
+        {
+            // A close during the callback left the receive buffer to it; the receive side ends here.
+            _receiving = false;
+            if (_closed)
+            {
+                EndReceive();
+            }
+        }
+    }
+
+    void IStreamReceiver.OnStreamClosed(SimConnection connection, string reason)
+    {
+        try
+        {
+            OnReceiveEnded(reason);
+        }
+        catch (Exception)
+        {
+            // The close callback is a network callback too: nothing escapes it (the session is over either way).
+            _statistics.CallbackFaults++;
+        }
+    }
+
+    /// <summary>
+    /// Encodes one frame and sends it; the caller (<see cref="TrySend"/>) returns <paramref name="payload"/> afterwards,
+    /// so a frame must be fully encoded before this returns. False when the send queue refused it.
+    /// </summary>
+    protected virtual bool SendFrame(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
+    {
+        var length = ServerFrameEncoder.GetEncodedLength(msgId, payload.Length);
+        var scratch = _connection.Network.SendScratch(length);
+        ServerFrameEncoder.Encode(scratch, msgId, msgSeq, stageId, errorCode, payload.Span);
+        return SendBytes(scratch.AsSpan(0, length));
+    }
+
+    /// <summary>
+    /// Sends encoded bytes; false when the connection refused them (closed, or its queue at its cap). A send that
+    /// broke the connection (a lost segment under reset-on-loss) is a failed send: <see cref="OnSendFailed"/> hears it.
+    /// </summary>
+    protected bool SendBytes(ReadOnlySpan<byte> frame)
+    {
+        if (!_connection.Send(frame))
+        {
+            _statistics.SendsRefused++;
+            return false;
+        }
+
+        _statistics.FramesSent++;
+        _statistics.SendQueueHighWaterBytes = Math.Max(_statistics.SendQueueHighWaterBytes, _connection.QueuedBytes);
+        if (!_connection.IsOpen)
+        {
+            OnSendFailed("the connection broke during a send");
+        }
+
+        return true;
+    }
+
+    /// <summary>
+    /// The receive callback: bytes arrived, in stream order. Malformed input closes the session with the decoder's
+    /// reason; any other exception (from the server, while it handles a frame) is counted and closes this session
+    /// only, as a socket completion must (B16c).
+    /// </summary>
+    protected virtual void Receive(ReadOnlySpan<byte> data)
+    {
+        try
+        {
+            ReceiveFrames(data);
+        }
+        catch (FrameDecodeException ex)
+        {
+            _statistics.BadFrames++;
+            CloseFromReceive($"malformed frame: {ex.Error}");
+        }
+        catch (Exception ex)
+        {
+            _statistics.CallbackFaults++;
+            CloseFromReceive($"the receive callback threw {ex.GetType().Name}: {ex.Message}");
+        }
+    }
+
+    /// <summary>Copies bytes into the receive buffer, a buffer at a time, and hands every whole frame to the server.</summary>
+    /// <exception cref="FrameDecodeException">The bytes are malformed.</exception>
+    protected void ReceiveFrames(ReadOnlySpan<byte> data)
+    {
+        while (!data.IsEmpty && !_closed)
+        {
+            // The receive buffer is what a socket receive fills: the decoder reads it, never the network's own bytes.
+            var received = Math.Min(data.Length, ReceiveBufferBytes);
+            data[..received].CopyTo(_receiveBuffer.WritableSpan);
+            ReadOnlySpan<byte> chunk = _receiveBuffer.Span[..received];
+            data = data[received..];
+            while (_decoder.TryDecode(ref chunk, out var frame))
             {
                 _statistics.FramesReceived++;
                 _server.OnClientFrame(SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
                 if (_closed)
                 {
+                    // Bytes after the closing frame are never decoded, so no buffer is rented for them.
                     return;
                 }
             }
         }
-        catch (FrameDecodeException ex)
-        {
-            _statistics.BadFrames++;
-            _closed = true;
-            _connection.Close($"malformed frame: {ex.Error}");
-            Finish();
-        }
     }
 
-    private void OnClosed(string reason)
+    /// <summary>A send found the connection broken. The receive side hears the same break and ends by itself.</summary>
+    protected virtual void OnSendFailed(string reason)
     {
         if (_closed)
         {
@@ -112,13 +220,65 @@ public sealed class SimSessionConnection : IClientConnection, IStreamReceiver
         }
 
         _closed = true;
+        _statistics.SendFailures++;
         Finish();
     }
 
+    /// <summary>The peer closed the connection or it was reset: the receive side is over.</summary>
+    protected virtual void OnReceiveEnded(string reason)
+    {
+        if (_closed)
+        {
+            // Closed from another side already, which ended the receive side too.
+            return;
+        }
+
+        _closed = true;
+        Finish();
+    }
+
+    /// <summary>Marks the session closed without anything else (for variants that close it their own way).</summary>
+    protected void MarkClosed() => _closed = true;
+
+    /// <summary>Returns the decoder's unfinished frame, if any, to the pool (idempotent).</summary>
+    protected void DisposeDecoder() => _decoder.Dispose();
+
+    /// <summary>The receive side found the session unusable (a malformed frame, a callback fault): close it once.</summary>
+    protected void CloseFromReceive(string reason)
+    {
+        if (_closed)
+        {
+            return;
+        }
+
+        _closed = true;
+        _connection.Close(reason);
+        Finish();
+    }
+
+    /// <summary>Tells the server once; the receive side ends now unless a receive callback is running (it ends it).</summary>
     private void Finish()
     {
-        _decoder.Dispose();
+        if (!_receiving)
+        {
+            EndReceive();
+        }
+
         _server.Disconnect(SessionId);
+    }
+
+    /// <summary>Returns what the receive side owns, exactly once.</summary>
+    private void EndReceive()
+    {
+        if (_receiveEnded)
+        {
+            return;
+        }
+
+        _receiveEnded = true;
+        _decoder.Dispose();
+        _receiveBuffer.Dispose();
+        _receiveBuffer = default;
     }
 }
 
@@ -134,6 +294,12 @@ public sealed class SimSessionStatistics
     public long BadFrames { get; internal set; }
 
     public long ClosedByServer { get; internal set; }
+
+    /// <summary>Sends that found the connection broken; each closed its session.</summary>
+    public long SendFailures { get; internal set; }
+
+    /// <summary>Exceptions caught in a network callback (a receive or a close); each closed its session.</summary>
+    public long CallbackFaults { get; internal set; }
 
     public int SendQueueHighWaterBytes { get; internal set; }
 }
