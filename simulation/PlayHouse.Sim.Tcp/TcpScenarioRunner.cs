@@ -230,6 +230,17 @@ public static class TcpScenarioRunner
 
         // The user-level checkers the simulation's workload runs add, so both substrates report the same verdicts.
         var workload = new WorkloadCheckers(checkers);
+
+        // Devices only the simulation runs (a hook that throws while a frame is received, a graceful stop mid-run)
+        // still register their checkers, so both modes report the same verdicts; over TCP they have nothing to judge.
+        if (shape.Name == "receive-fault")
+        {
+            checkers.Add(ReceiveFaultChecker.Idle(checkers.Context));
+        }
+        else if (shape.Name == "drain")
+        {
+            checkers.Add(new ShutdownDrainChecker(checkers.Context));
+        }
         long lastActorInstance = 0;
         var context = new ScenarioContext(options, new Xoshiro256StarStar(settings.Seed), checkers, rtt);
         var drivers = new List<TcpWorkloadDriver>();
@@ -518,6 +529,9 @@ public static class TcpScenarioRunner
             // The injected hook fault is a simulation device; over TCP the scenario is an echo (the TCP session's
             // callbacks catch and count faults the same way, see SocketConnection).
             ReceiveFaultScenario => new("receive-fault", WorkloadMsgIds.Echo),
+
+            // The graceful stop mid-run is a simulation device; over TCP the scenario's one-way sends await and answer.
+            DrainScenario => new("drain", WorkloadMsgIds.DelayedEcho, WorkloadMode.Send),
             _ => null,
         };
     }

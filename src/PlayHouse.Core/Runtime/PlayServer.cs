@@ -76,6 +76,35 @@ public sealed class PlayServer : ServerNode
     /// </summary>
     public int HandlersInProgress => Volatile.Read(ref _handlersInProgress);
 
+    /// <summary>
+    /// True when this server holds no work in progress: no handler started and not ended (awaits included), no message
+    /// waiting in a mailbox, no inbound request unanswered and no outgoing request pending. A graceful shutdown stops
+    /// taking work and waits for this before the process exits.
+    /// </summary>
+    public bool IsDrained
+    {
+        get
+        {
+            if (HandlersInProgress != 0 || PendingRequestCount != 0 || UnansweredRequestCount != 0)
+            {
+                return false;
+            }
+
+            using (NodeLock.Enter(_stagesGate))
+            {
+                foreach (var stage in _stages.Values)
+                {
+                    if (stage.MailboxLength != 0)
+                    {
+                        return false;
+                    }
+                }
+            }
+
+            return true;
+        }
+    }
+
     public bool HasStage(long stageId)
     {
         using (NodeLock.Enter(_stagesGate))

@@ -157,12 +157,15 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _scheduled = true;
         }
 
-        _server.Observer.OnMailboxPosted(NodeId, StageId, length);
         if (schedule)
         {
             _server.Executor.Schedule(this);
         }
 
+        // Hooks hear of the post once the stage's state is whole (queued and scheduled): a hook that throws here used
+        // to leave the stage marked scheduled with no turn ever coming, a stage stuck for good (found by the
+        // receive-fault scenario, whose hook throws while a frame is received).
+        _server.Observer.OnMailboxPosted(NodeId, StageId, length);
         return true;
     }
 
