@@ -241,6 +241,14 @@ public static class TcpScenarioRunner
         {
             checkers.Add(new ShutdownDrainChecker(checkers.Context));
         }
+        else if (shape.Name == "heartbeat-first")
+        {
+            checkers.Add(new HeartbeatSessionChecker(checkers.Context));
+        }
+        else if (shape.Name == "unicode-echo")
+        {
+            checkers.Add(new FrameMsgIdChecker(checkers.Context));
+        }
         long lastActorInstance = 0;
         var context = new ScenarioContext(options, new Xoshiro256StarStar(settings.Seed), checkers, rtt);
         var drivers = new List<TcpWorkloadDriver>();
@@ -532,6 +540,10 @@ public static class TcpScenarioRunner
 
             // The graceful stop mid-run is a simulation device; over TCP the scenario's one-way sends await and answer.
             DrainScenario => new("drain", WorkloadMsgIds.DelayedEcho, WorkloadMode.Send),
+
+            // The TCP clients authenticate first; the heartbeat checker judges the TCP sessions all the same.
+            HeartbeatFirstScenario => new("heartbeat-first", WorkloadMsgIds.Echo),
+            UnicodeEchoScenario => new("unicode-echo", WorkloadMsgIds.UnicodeEcho),
             _ => null,
         };
     }

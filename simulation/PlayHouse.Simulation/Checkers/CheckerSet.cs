@@ -417,6 +417,14 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware, IPoolFaultAwa
         }
     }
 
+    public override void OnHandlerFailed(string nodeId, long stageId, StageWorkKind kind, string? msgId, Exception error)
+    {
+        for (var i = 0; i < _extraObservers.Count; i++)
+        {
+            _extraObservers[i].OnHandlerFailed(nodeId, stageId, kind, msgId, error);
+        }
+    }
+
     public override void OnDropped(string nodeId, string reason, string? msgId)
     {
         for (var i = 0; i < _extraObservers.Count; i++)

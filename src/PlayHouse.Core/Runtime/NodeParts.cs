@@ -20,6 +20,9 @@ public sealed record NodeParts
     /// <summary>How an actor's push reaches its client's session.</summary>
     internal IClientPushes ClientPushes { get; init; } = OwningClientPushes.Instance;
 
+    /// <summary>The order in which a play server applies the session protocol's rules to a client's frame.</summary>
+    internal IClientFrameGate ClientFrameGate { get; init; } = StandardClientFrameGate.Instance;
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 }

@@ -13,6 +13,9 @@ public sealed class PlayServer : ServerNode
     /// <summary>The heartbeat msg id, echoed by the server before or after authentication.</summary>
     public const string HeartbeatMsgId = "@Heart@Beat@";
 
+    /// <summary>The reason <see cref="RuntimeObserver.OnDropped"/> names when a session's first message was not authentication.</summary>
+    public const string FirstMessageNotAuthenticateReason = "first-message-not-authenticate";
+
     private readonly Dictionary<string, StageRegistration> _stageTypes = new(StringComparer.Ordinal);
     private readonly Lock? _stagesGate;
     private readonly Dictionary<long, StageHost> _stages = [];
@@ -176,29 +179,22 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (string.Equals(msgId, HeartbeatMsgId, StringComparison.Ordinal))
+        switch (Parts.ClientFrameGate.Admit(state, msgId, Options.AuthenticateMsgId))
         {
-            // Heartbeats are echoed in any state, before authentication too (PlayHouse disconnected them, B16).
-            payload.DisposeIfOwner();
-            session.Send(HeartbeatMsgId, msgSeq, stageId, ErrorCodes.Success, Payload.Empty);
-            return;
-        }
-
-        switch (state)
-        {
-            case SessionState.New:
-                if (!string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
-                {
-                    payload.DisposeIfOwner();
-                    Counters.AddSessionClosedBeforeAuthentication();
-                    Observer.OnDropped(NodeId, "first-message-not-authenticate", msgId);
-                    CloseSession(session, $"first message was '{msgId}', expected '{Options.AuthenticateMsgId}'");
-                    return;
-                }
-
+            case FrameAdmission.Heartbeat:
+                payload.DisposeIfOwner();
+                session.Send(HeartbeatMsgId, msgSeq, stageId, ErrorCodes.Success, Payload.Empty);
+                return;
+            case FrameAdmission.FirstMessageNotAuthenticate:
+                payload.DisposeIfOwner();
+                Counters.AddSessionClosedBeforeAuthentication();
+                Observer.OnDropped(NodeId, FirstMessageNotAuthenticateReason, msgId);
+                CloseSession(session, $"first message was '{msgId}', expected '{Options.AuthenticateMsgId}'");
+                return;
+            case FrameAdmission.Join:
                 BeginJoin(session, msgId, msgSeq, stageId, payload);
                 return;
-            case SessionState.Authenticating:
+            case FrameAdmission.NotAuthenticatedYet:
                 Counters.AddClientMessageBeforeAuthentication();
                 RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.NotAuthenticated);
                 return;
