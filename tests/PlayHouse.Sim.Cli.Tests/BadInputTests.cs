@@ -1,3 +1,4 @@
+using PlayHouse.Fixtures.Scenarios;
 
 namespace PlayHouse.Sim.Cli.Tests;
 
@@ -9,7 +10,7 @@ public sealed class BadInputTests
         var result = CliHarness.Run("run", "--scenario", "nope", "--seed", "1");
 
         Assert.Equal(SimCli.UsageErrorExitCode, result.ExitCode);
-        AssertOneLineError(result, "nope", "api-create, broadcast, echo, reconnect, send-push, stage-to-stage, timers");
+        AssertOneLineError(result, "nope", string.Join(", ", ScenarioCatalog.Names));
         Assert.Equal(string.Empty, result.Output);
     }
 

@@ -38,7 +38,7 @@ internal sealed class ActorHost(StageHost stage, long instance) : IActorLink
             return;
         }
 
-        stage.Server.Parts.ClientPushes.Push(stage.Server, session, msgId, stage.StageId, payload);
+        stage.Server.ClientPushes.Push(stage.Server, session, msgId, stage.StageId, payload);
     }
 
     public void LeaveStage() => stage.Post(new StageMessage { Kind = StageWorkKind.Leave, Actor = this });

@@ -26,11 +26,18 @@ public sealed class PlayServer : ServerNode
     private int _stagesHighWater;
     private int _handlersInProgress;
 
+    // Read per frame and per handler: copied from the options and parts once.
+    private readonly bool _singleThreaded;
+    private readonly IClientFrameGate _frameGate;
+
     public PlayServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
         : base(nodeId, seams, options)
     {
         _stagesGate = NodeLock.Create(Options);
         _sessionsGate = NodeLock.Create(Options);
+        _singleThreaded = Options.SingleThreaded;
+        _frameGate = Parts.ClientFrameGate;
+        ClientPushes = Parts.ClientPushes;
     }
 
     public int StageCount
@@ -179,7 +186,7 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        switch (Parts.ClientFrameGate.Admit(state, msgId, Options.AuthenticateMsgId))
+        switch (_frameGate.Admit(state, msgId, Options.AuthenticateMsgId))
         {
             case FrameAdmission.Heartbeat:
                 payload.DisposeIfOwner();
@@ -401,10 +408,13 @@ public sealed class PlayServer : ServerNode
         }
     }
 
+    /// <summary>How an actor's push reaches its client's session (<see cref="NodeParts.ClientPushes"/>).</summary>
+    internal IClientPushes ClientPushes { get; }
+
     /// <summary>A stage handler starts (called on the stage's turn, before its call).</summary>
     internal void OnHandlerStarted()
     {
-        if (Options.SingleThreaded)
+        if (_singleThreaded)
         {
             _handlersInProgress++;
         }
@@ -417,7 +427,7 @@ public sealed class PlayServer : ServerNode
     /// <summary>A stage handler's work, awaits included, ended (called by the handler-completion part).</summary>
     internal void OnHandlerEnded()
     {
-        var left = Options.SingleThreaded ? --_handlersInProgress : Interlocked.Decrement(ref _handlersInProgress);
+        var left = _singleThreaded ? --_handlersInProgress : Interlocked.Decrement(ref _handlersInProgress);
         if (left < 0)
         {
             throw new InvalidOperationException($"Node {NodeId}: more stage handlers ended than started.");
