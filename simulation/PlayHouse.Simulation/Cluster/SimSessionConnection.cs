@@ -94,7 +94,13 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
         Finish();
     }
 
-    void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data)
+    void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data) => OnStreamData(data);
+
+    /// <summary>
+    /// The receive callback's entry, non-virtual so the network calls it directly (this class is not sealed, so a call
+    /// through the interface would not be devirtualised on every delivery).
+    /// </summary>
+    internal void OnStreamData(ReadOnlySpan<byte> data)
     {
         if (_closed)
         {
@@ -191,12 +197,14 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
     /// <exception cref="FrameDecodeException">The bytes are malformed.</exception>
     protected void ReceiveFrames(ReadOnlySpan<byte> data)
     {
+        // The receive buffer is what a socket receive fills: the decoder reads it, never the network's own bytes. It
+        // stays this callback's until the callback unwinds, even if a frame closes the session (EndReceive waits).
+        var buffer = _receiveBuffer.WritableSpan;
         while (!data.IsEmpty && !_closed)
         {
-            // The receive buffer is what a socket receive fills: the decoder reads it, never the network's own bytes.
-            var received = Math.Min(data.Length, ReceiveBufferBytes);
-            data[..received].CopyTo(_receiveBuffer.WritableSpan);
-            ReadOnlySpan<byte> chunk = _receiveBuffer.Span[..received];
+            var received = Math.Min(data.Length, buffer.Length);
+            data[..received].CopyTo(buffer);
+            ReadOnlySpan<byte> chunk = buffer[..received];
             data = data[received..];
             while (_decoder.TryDecode(ref chunk, out var frame))
             {
