@@ -40,6 +40,13 @@ public sealed record MessagePoolOptions
     /// </summary>
     public bool ClearOnReturn { get; init; }
 
+    /// <summary>
+    /// Makes the storage of free buffers for a new pool; null (the standard) keeps them in the pool's own two tiers,
+    /// a stack per thread and size class and a capped global stack per class. Pre-warming fills the standard tiers
+    /// only, so it is refused together with a store.
+    /// </summary>
+    public Func<MessagePool, MessagePoolStore>? Store { get; init; }
+
     /// <summary>A label for error messages, e.g. the simulated node that owns the pool.</summary>
     public string? Name { get; init; }
 

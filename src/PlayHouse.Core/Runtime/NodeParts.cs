@@ -29,6 +29,15 @@ public sealed record NodeParts
     /// <summary>Makes the client session table of each play server (session ids unique across its transports, B14).</summary>
     internal Func<PlayServer, ISessionTable> Sessions { get; init; } = static _ => new SessionTable();
 
+    /// <summary>Serialises a mesh frame's <c>RouteHeader</c> into the frame; the standard writes it in place, at its exact size.</summary>
+    public Mesh.IRouteHeaderWriter MeshHeaderWriter { get; init; } = Mesh.RouteHeaderWriter.ExactSize;
+
+    /// <summary>
+    /// Makes the storage of free buffers of the node's message pool, where the composition root builds the pool
+    /// (<see cref="Pooling.MessagePoolOptions.Store"/>); null (the standard) keeps the pool's own two tiers.
+    /// </summary>
+    public Func<Pooling.MessagePool, Pooling.MessagePoolStore>? PoolStore { get; init; }
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 
