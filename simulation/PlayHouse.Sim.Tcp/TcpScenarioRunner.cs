@@ -235,6 +235,25 @@ public static class TcpScenarioRunner
 
         // The user-level checkers the simulation's workload runs add, so both substrates report the same verdicts.
         var workload = new WorkloadCheckers(checkers);
+
+        // Devices only the simulation runs (a hook that throws while a frame is received, a graceful stop mid-run)
+        // still register their checkers, so both modes report the same verdicts; over TCP they have nothing to judge.
+        if (shape.Name == "receive-fault")
+        {
+            checkers.Add(ReceiveFaultChecker.Idle(checkers.Context));
+        }
+        else if (shape.Name == "drain")
+        {
+            checkers.Add(new ShutdownDrainChecker(checkers.Context));
+        }
+        else if (shape.Name == "heartbeat-first")
+        {
+            checkers.Add(new HeartbeatSessionChecker(checkers.Context));
+        }
+        else if (shape.Name == "unicode-echo")
+        {
+            checkers.Add(new FrameMsgIdChecker(checkers.Context));
+        }
         long lastActorInstance = 0;
         var context = new ScenarioContext(options, new Xoshiro256StarStar(settings.Seed), checkers, rtt);
         var drivers = new List<TcpWorkloadDriver>();
@@ -603,6 +622,18 @@ public static class TcpScenarioRunner
             MeshIdsScenario => new("mesh-ids", WorkloadMsgIds.ApiCall, PlayServerIds: MeshIdsScenario.PlayServerIds),
             ApiAllocateScenario => new("api-allocate", WorkloadMsgIds.Echo, CreateStagesOnJoin: false, AllocateStageIds: true),
             StageCreateScenario => new("stage-create", WorkloadMsgIds.Echo, CreateDelayMs: StageCreateScenario.CreateDelayMs, CreateFailuresPerStage: StageCreateScenario.CreateFailuresPerStage),
+            AwaitEchoScenario => new("await-echo", WorkloadMsgIds.DelayedEcho),
+
+            // The injected hook fault is a simulation device; over TCP the scenario is an echo (the TCP session's
+            // callbacks catch and count faults the same way, see SocketConnection).
+            ReceiveFaultScenario => new("receive-fault", WorkloadMsgIds.Echo),
+
+            // The graceful stop mid-run is a simulation device; over TCP the scenario's one-way sends await and answer.
+            DrainScenario => new("drain", WorkloadMsgIds.DelayedEcho, WorkloadMode.Send),
+
+            // The TCP clients authenticate first; the heartbeat checker judges the TCP sessions all the same.
+            HeartbeatFirstScenario => new("heartbeat-first", WorkloadMsgIds.Echo),
+            UnicodeEchoScenario => new("unicode-echo", WorkloadMsgIds.UnicodeEcho),
             _ => null,
         };
     }

@@ -373,7 +373,7 @@ public sealed class SimCluster : IDisposable
         _stageTypes = stageTypes;
         _apiSetups = apiSetups;
         _meshSemantics = meshSemantics;
-        ClientPool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
+        ClientPool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, OnOwnershipFault = f => OnPoolFault("clients", f) });
     }
 
     public SimWorld World { get; }
@@ -543,6 +543,9 @@ public sealed class SimCluster : IDisposable
         }
     }
 
+    /// <summary>A pool's ownership fault goes to the observer when it records them (the checkers do), named as <see cref="LivePools"/> names pools.</summary>
+    private void OnPoolFault(string poolName, PoolOwnershipException fault) => (Observer as IPoolFaultAware)?.OnPoolOwnershipFault(poolName, fault);
+
     internal void AddNode(string nodeId, SimNodeKind kind)
     {
         var node = new SimNode(nodeId, kind, World.NextChildSeed());
@@ -564,7 +567,8 @@ public sealed class SimCluster : IDisposable
         node.Incarnation++;
         node.Executor = new NodeExecutor(World.Executor);
         node.Time = new NodeTimeProvider(World.Time);
-        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, Store = NodeParts.PoolStore });
+        var poolName = node.NodeId;
+        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, Store = NodeParts.PoolStore, OnOwnershipFault = f => OnPoolFault(poolName, f) });
         node.Sessions = new SimSessionStatistics();
         var random = new Xoshiro256StarStar(node.Seed + (ulong)node.Incarnation);
         var seams = new NodeSeams(node.Time, node.Executor, random, node.Pool) { Observer = Observer, Parts = NodeParts };

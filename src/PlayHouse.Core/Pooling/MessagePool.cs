@@ -217,7 +217,7 @@ public sealed class MessagePool
 
         if (!ReferenceEquals(buffer.Pool, this))
         {
-            throw PoolOwnershipException.Foreign(buffer, DisplayName);
+            throw Fault(PoolOwnershipException.Foreign(buffer, DisplayName));
         }
 
         // The payload's own checks (stale handle, double return) apply unchanged.
@@ -427,6 +427,14 @@ public sealed class MessagePool
         }
 
         ReturnSlow(buffer);
+    }
+
+    /// <summary>Tells <see cref="MessagePoolOptions.OnOwnershipFault"/> about a fault about to be thrown, and returns it.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    internal PoolOwnershipException Fault(PoolOwnershipException fault)
+    {
+        Options.OnOwnershipFault?.Invoke(fault);
+        return fault;
     }
 
     /// <summary>This thread's cache in this pool, for tests: the number of buffers it holds in a class.</summary>
@@ -838,7 +846,7 @@ public sealed class MessagePool
         buffer.Owner = owner;
         if (buffer.LedgerSlot >= 0)
         {
-            throw new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id };
+            throw Fault(new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id });
         }
 
         if (_ledgerCount == _ledger!.Length)
@@ -881,7 +889,7 @@ public sealed class MessagePool
         var slot = buffer.LedgerSlot;
         if (slot < 0 || !ReferenceEquals(_ledger![slot], buffer))
         {
-            throw PoolOwnershipException.NotInLedger(buffer, DisplayName);
+            throw Fault(PoolOwnershipException.NotInLedger(buffer, DisplayName));
         }
 
         // The last entry fills the hole, so the ledger stays dense.

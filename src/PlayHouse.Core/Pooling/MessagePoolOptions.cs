@@ -50,6 +50,15 @@ public sealed record MessagePoolOptions
     /// <summary>A label for error messages, e.g. the simulated node that owns the pool.</summary>
     public string? Name { get; init; }
 
+    /// <summary>
+    /// Hears every ownership fault the pool or one of its handles detects (a stale handle used, a buffer returned twice
+    /// or to the wrong pool, a ledger that disagrees), just before the <see cref="PoolOwnershipException"/> is thrown.
+    /// Code that meets the exception may catch it (a stage counts a handler that threw and carries on), so a test bed
+    /// records the fault here, where it is detected, instead of relying on the exception to reach it.
+    /// </summary>
+    /// <remarks>Called on the thread that detected the fault, possibly under the ledger's lock: keep it short.</remarks>
+    public Action<PoolOwnershipException>? OnOwnershipFault { get; init; }
+
     /// <summary>The byte that checked mode writes over a returned buffer, so use-after-return shows in dumps.</summary>
     public const byte PoisonByte = 0xDD;
 }
