@@ -211,8 +211,29 @@ public sealed class SimWorld
             ThrowLivelock();
         }
 
+        // Start loading the next event's object while this one runs: with many clients it has gone cold since it was
+        // queued, and its first use (the type test in Execute) otherwise waits for memory. A hint only: the queue's
+        // order and what runs next do not change.
+        if (_queue.Count > 0)
+        {
+            Prefetch(_queue.PeekItem());
+        }
+
         Execute(entry.Item);
         return true;
+    }
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private static unsafe void Prefetch(object item)
+    {
+        if (System.Runtime.Intrinsics.X86.Sse.IsSupported)
+        {
+            // The reference read as the object's address; a moved object only makes the hint useless.
+            var address = (byte*)Unsafe.As<object, nint>(ref item);
+            System.Runtime.Intrinsics.X86.Sse.Prefetch0(address);
+            System.Runtime.Intrinsics.X86.Sse.Prefetch0(address + 64);
+            System.Runtime.Intrinsics.X86.Sse.Prefetch0(address + 128);
+        }
     }
 
     /// <summary>
@@ -389,6 +410,14 @@ public sealed class SimWorld
         private Source _restSource = Source.Far;
         private long _restTime = long.MaxValue;
         private long _restSequence = long.MaxValue;
+
+        public IThreadPoolWorkItem PeekItem() => HeadSource() switch
+        {
+            Source.Lane => _now.PeekHead().Item,
+            Source.Wheel => _wheel.Peek().Item,
+            Source.Near => _near.Peek().Item,
+            _ => _far.Peek().Item,
+        };
 
         public long PeekTimeTicks() => HeadSource() switch
         {
