@@ -35,6 +35,10 @@ public sealed class SimWorld
     private readonly Xoshiro256StarStar _scheduleRandom;
     private readonly List<string> _escapes = [];
 
+    // Pending events above which a step prefetches the next event's object (100 clients keep some 400 pending,
+    // 10,000 clients some 40,000).
+    private const int PrefetchPendingEventsMin = 2048;
+
     // The options read on every step, copied out of the options record so a step need not load it first.
     private readonly bool _exploreSchedules;
     private readonly long _eventsMax;
@@ -213,8 +217,9 @@ public sealed class SimWorld
 
         // Start loading the next event's object while this one runs: with many clients it has gone cold since it was
         // queued, and its first use (the type test in Execute) otherwise waits for memory. A hint only: the queue's
-        // order and what runs next do not change.
-        if (_queue.Count > 0)
+        // order and what runs next do not change. A short queue means few objects in play, all still in cache, and
+        // finding the next head early would only add its cost (about 2% of a 100-client run).
+        if (_queue.Count > PrefetchPendingEventsMin)
         {
             Prefetch(_queue.PeekItem());
         }
