@@ -35,10 +35,6 @@ public sealed class SimWorld
     private readonly Xoshiro256StarStar _scheduleRandom;
     private readonly List<string> _escapes = [];
 
-    // Pending events above which a step prefetches the next event's object (100 clients keep some 400 pending,
-    // 10,000 clients some 40,000).
-    private const int PrefetchPendingEventsMin = 2048;
-
     // The options read on every step, copied out of the options record so a step need not load it first.
     private readonly bool _exploreSchedules;
     private readonly long _eventsMax;
@@ -215,30 +211,8 @@ public sealed class SimWorld
             ThrowLivelock();
         }
 
-        // Start loading the next event's object while this one runs: with many clients it has gone cold since it was
-        // queued, and its first use (the type test in Execute) otherwise waits for memory. A hint only: the queue's
-        // order and what runs next do not change. A short queue means few objects in play, all still in cache, and
-        // finding the next head early would only add its cost (about 2% of a 100-client run).
-        if (_queue.Count > PrefetchPendingEventsMin)
-        {
-            Prefetch(_queue.PeekItem());
-        }
-
         Execute(entry.Item);
         return true;
-    }
-
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private static unsafe void Prefetch(object item)
-    {
-        if (System.Runtime.Intrinsics.X86.Sse.IsSupported)
-        {
-            // The reference read as the object's address; a moved object only makes the hint useless.
-            var address = (byte*)Unsafe.As<object, nint>(ref item);
-            System.Runtime.Intrinsics.X86.Sse.Prefetch0(address);
-            System.Runtime.Intrinsics.X86.Sse.Prefetch0(address + 64);
-            System.Runtime.Intrinsics.X86.Sse.Prefetch0(address + 128);
-        }
     }
 
     /// <summary>
@@ -415,14 +389,6 @@ public sealed class SimWorld
         private Source _restSource = Source.Far;
         private long _restTime = long.MaxValue;
         private long _restSequence = long.MaxValue;
-
-        public IThreadPoolWorkItem PeekItem() => HeadSource() switch
-        {
-            Source.Lane => _now.PeekHead().Item,
-            Source.Wheel => _wheel.Peek().Item,
-            Source.Near => _near.Peek().Item,
-            _ => _far.Peek().Item,
-        };
 
         public long PeekTimeTicks() => HeadSource() switch
         {
