@@ -102,6 +102,8 @@ public sealed class ListAndBenchTests
         }
 
         Assert.EndsWith("outcome:pass", large, StringComparison.Ordinal);
+        Assert.Equal("20", result.Value("warmUp.clients"));
+        Assert.Equal("pass", result.Value("warmUp.outcome"));
 
         // Only the 10,000 x 100 shape has a budget.
         Assert.Null(result.Value("budget.scaleWallSeconds"));
