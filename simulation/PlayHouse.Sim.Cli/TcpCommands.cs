@@ -200,9 +200,15 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
         view.Line(string.Create(
             CultureInfo.InvariantCulture,
             $"serve.connections={report.ConnectionsAccepted} serve.framesIn={report.FramesReceived} serve.framesOut={report.FramesSent} serve.drained={(report.Drained ? "true" : "false")} serve.mailboxDropped={report.MailboxMessagesDropped} serve.sendBytesDropped={report.SendBytesDropped} serve.buffersOutstanding={report.BuffersOutstanding}"));
+        view.Line("serve.registry=" + report.Registries);
         foreach (var (name, value) in report.TransportCounters.Where(c => c.Value != 0))
         {
             view.Line(string.Create(CultureInfo.InvariantCulture, $"tcp.{name}={value}"));
+        }
+
+        foreach (var (name, value) in report.ServerCounters)
+        {
+            view.Line(string.Create(CultureInfo.InvariantCulture, $"server.{name}={value}"));
         }
 
         // A leaked pooled buffer is a bug the ledger caught: the stop was not clean.

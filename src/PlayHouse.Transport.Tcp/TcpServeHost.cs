@@ -24,6 +24,20 @@ public sealed record TcpServeOptions
 
     /// <summary>Keeps a ledger of every pooled buffer; the stop report then says whether any leaked.</summary>
     public bool CheckedPool { get; init; } = true;
+
+    /// <summary>
+    /// The play server's options (registry caps, expiry of disconnected actors, idle close, mailbox caps); the default
+    /// is the core's defaults. Its <see cref="ServerOptions.DefaultStageType"/> is always the echo stage.
+    /// </summary>
+    public ServerOptions Server { get; init; } = new();
+}
+
+/// <summary>A play server's live stages and actors, and the most it held at once.</summary>
+public sealed record TcpServeRegistries(int LiveStages, int LiveActors, int StagesHighWater, int ActorsHighWater)
+{
+    public override string ToString() => string.Create(
+        CultureInfo.InvariantCulture,
+        $"live-stages={LiveStages} live-actors={LiveActors} stages-high-water={StagesHighWater} actors-high-water={ActorsHighWater}");
 }
 
 /// <summary>What a <c>serve</c> run did, reported when it stops.</summary>
@@ -40,6 +54,9 @@ public sealed record TcpServeReport(
     IReadOnlyList<KeyValuePair<string, long>> TransportCounters,
     IReadOnlyList<KeyValuePair<string, long>> ServerCounters)
 {
+    /// <summary>Stages and actors the server held when the stop began (before it closed them), and the most it held at once.</summary>
+    public TcpServeRegistries Registries { get; init; } = new(0, 0, 0, 0);
+
     public override string ToString() => string.Create(
         CultureInfo.InvariantCulture,
         $"served {EndPoint}: {ConnectionsAccepted} connection(s), {FramesReceived} frame(s) in, {FramesSent} out; stop {(Drained ? "drained" : "timed out")}, dropped {MailboxMessagesDropped} mailbox message(s) and {SendBytesDropped} queued byte(s), closed {SessionsClosedAtStop} session(s), {BuffersOutstanding} buffer(s) outstanding");
@@ -79,7 +96,7 @@ public static class TcpServeHost
         ArgumentNullException.ThrowIfNull(time);
         Check(options.Scenario);
         var pool = new MessagePool(new MessagePoolOptions { CheckedMode = options.CheckedPool, Name = "serve" });
-        var server = new PlayServer("play-1", new NodeSeams(time, ThreadPoolExecutor.Instance, EntropyRandomSource.Create(), pool), new ServerOptions { DefaultStageType = EchoMsgIds.StageType });
+        var server = new PlayServer("play-1", new NodeSeams(time, ThreadPoolExecutor.Instance, EntropyRandomSource.Create(), pool), options.Server with { DefaultStageType = EchoMsgIds.StageType });
         EchoStage.Register(server);
         var listener = new TcpClientListener(server, options.Transport, logger, time);
         listener.Start(new IPEndPoint(IPAddress.Loopback, options.Port));
@@ -168,6 +185,7 @@ public sealed class TcpServeSession : IAsyncDisposable
             return _report;
         }
 
+        var registries = new TcpServeRegistries(_server.StageCount, _server.ActorCount, _server.StagesHighWater, _server.ActorsHighWater);
         _listener.BeginDrain();
         var deadline = _time.GetTimestamp() + (long)(_options.DrainTimeout.Ticks * (double)_time.TimestampFrequency / TimeSpan.TicksPerSecond);
         bool Quiet() => _server.GetStageStatistics().All(s => s.MailboxLength == 0) && _server.UnansweredRequestCount == 0 && _listener.QueuedBytes == 0;
@@ -195,7 +213,10 @@ public sealed class TcpServeSession : IAsyncDisposable
         }
 
         var counters = _listener.Counters;
-        _report = new TcpServeReport(EndPoint, drained, counters.ConnectionsAccepted, counters.FramesReceived, counters.FramesSent, mailboxes, queued, sessions, _pool.GetStatistics().Outstanding, counters.Snapshot(), _server.Counters.Snapshot().Where(c => c.Value != 0).ToList());
+        _report = new TcpServeReport(EndPoint, drained, counters.ConnectionsAccepted, counters.FramesReceived, counters.FramesSent, mailboxes, queued, sessions, _pool.GetStatistics().Outstanding, counters.Snapshot(), _server.Counters.Snapshot().Where(c => c.Value != 0).ToList())
+        {
+            Registries = registries,
+        };
         _server.Dispose();
         return _report;
     }
