@@ -31,6 +31,7 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         root.Subcommands.Add(ListCommand());
         root.Subcommands.Add(new ZooCommands(view, clock).Build());
         root.Subcommands.Add(_tcp.ServeCommand());
+        root.Subcommands.Add(new SoakCommands(view, stop).Build());
         var bench = new BenchCommands(view, clock).Build();
         bench.Subcommands.Add(_tcp.BenchTcpCommand());
         root.Subcommands.Add(bench);
