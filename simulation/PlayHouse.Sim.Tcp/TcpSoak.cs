@@ -164,6 +164,9 @@ public sealed record TcpSoakReport
 /// <remarks>Real sockets, the thread pool and the wall clock: nothing here is replayable; the options are printed.</remarks>
 public static class TcpSoak
 {
+    /// <summary>How often the end of a soak checks whether the server let go of its sessions, actors and stages.</summary>
+    private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(20);
+
     private static readonly byte[] EchoPayload = Encoding.ASCII.GetBytes("soak-echo-payload-0123456789abcd");
 
     public static async Task<TcpSoakReport> RunAsync(TcpSoakOptions options, TimeProvider time, Action<string>? progress = null, CancellationToken cancellationToken = default)
@@ -442,7 +445,7 @@ public static class TcpSoak
             var deadline = time.GetTimestamp() + (long)(limit.TotalSeconds * time.TimestampFrequency);
             while (!done() && time.GetTimestamp() < deadline)
             {
-                await Task.Delay(TimeSpan.FromMilliseconds(20), time, cancellationToken).ConfigureAwait(false);
+                await Task.Delay(PollInterval, time, cancellationToken).ConfigureAwait(false);
             }
         }
 
