@@ -59,6 +59,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private long _housekeepingDueTimestamp = long.MaxValue;
     private bool _housekeepingPosted;
     private bool _empty;
+    private bool _idleArmPending;
     private long _emptySinceTimestamp;
 
     public StageHost(PlayServer server, StageRegistration registration, long stageId)
@@ -511,6 +512,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _handlingChainIn = null;
         _handlingChainOut = null;
         _server.Observer.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
+        if (_idleArmPending)
+        {
+            ArmIdleCloseOnceDrained();
+        }
 
         // The handler's work, awaits included, is over: it leaves the node's pending work and its payload is released.
         _completion.OnCompleted(this, ref message, wasSuspended);
@@ -616,7 +621,12 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _server.OnStageCreated(this);
         if (_actorsByAccount.Count == 0)
         {
-            BecameEmpty();
+            // Usually the first join is queued right behind the create: the idle timer is armed only if the stage is
+            // still empty once its queue has drained, so a stage created for a join leaves no idle wake-up behind (in
+            // simulation that would be an event a minute ahead, keeping a world that is otherwise quiet busy).
+            _empty = true;
+            _emptySinceTimestamp = Time.GetTimestamp();
+            _idleArmPending = _idleDelta >= 0;
         }
 
         if (message.Reply.IsRequest)
@@ -969,12 +979,34 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// <summary>The stage has no actor left (or was created without one): it closes once it has been idle long enough.</summary>
     private void BecameEmpty()
     {
+        _idleArmPending = false;
         _empty = true;
         _emptySinceTimestamp = Time.GetTimestamp();
         if (_idleDelta >= 0)
         {
             ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
         }
+    }
+
+    /// <summary>After a message: a stage created empty arms its idle close once nothing is queued any more and it is still empty.</summary>
+    private void ArmIdleCloseOnceDrained()
+    {
+        if (!_empty)
+        {
+            _idleArmPending = false;
+            return;
+        }
+
+        using (NodeLock.Enter(_gate))
+        {
+            if (_mailbox.Count > 0)
+            {
+                return;
+            }
+        }
+
+        _idleArmPending = false;
+        ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
     }
 
     /// <summary>Arms the housekeeping timer for <paramref name="dueTimestamp"/> unless it is already armed for that or earlier.</summary>

@@ -179,6 +179,22 @@ public sealed class RegistryLimitTests
     }
 
     [Fact]
+    public void StageCreatedForAJoin_ArmsNoIdleTimer_ButOneCreatedEmptyDoes()
+    {
+        using var h = new RuntimeHarness(Options());
+        h.CreateStage(2);
+        var afterEmptyCreate = h.Clock.ArmedTimerCount;
+        h.Join(1, accountId: 7);
+        var afterJoinCreate = h.Clock.ArmedTimerCount;
+        h.Advance(IdleClose);
+
+        // The join queued behind its stage's create filled the stage before the queue drained: no idle wake-up was armed.
+        Assert.Equal(afterEmptyCreate, afterJoinCreate);
+        Assert.False(h.Play.HasStage(2));
+        Assert.True(h.Play.HasStage(1));
+    }
+
+    [Fact]
     public void EmptyStage_WithARunningTimer_IsNotIdle()
     {
         using var h = new RuntimeHarness(Options());
