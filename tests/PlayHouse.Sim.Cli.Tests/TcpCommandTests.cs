@@ -178,6 +178,9 @@ public sealed class TcpCommandTests
         Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
         Assert.Contains("serve.connections=1 ", output.Text, StringComparison.Ordinal);
         Assert.Contains("serve.buffersOutstanding=0", output.Text, StringComparison.Ordinal);
+
+        // The client's actor waits out its reconnect window (a minute by default), so the stop finds it still held.
+        Assert.Contains("serve.registry=live-stages=1 live-actors=1 stages-high-water=1 actors-high-water=1", output.Text, StringComparison.Ordinal);
         Assert.Equal(string.Empty, error.ToString());
     }
 
