@@ -23,6 +23,8 @@ public sealed class TcpTransportCounters
     private long _framesSent;
     private long _bytesReceived;
     private long _bytesSent;
+    private long _receiveCalls;
+    private long _sendCalls;
     private long _sendQueueRefusals;
     private long _sendsRefusedClosed;
     private long _encodeFailures;
@@ -63,6 +65,15 @@ public sealed class TcpTransportCounters
     public long BytesReceived => Volatile.Read(ref _bytesReceived);
 
     public long BytesSent => Volatile.Read(ref _bytesSent);
+
+    /// <summary>
+    /// Socket receives and sends that completed with bytes: one system call each. Frames per call shows how well the
+    /// transport batches (a raw echo answers every frame of one receive with one send).
+    /// </summary>
+    public long ReceiveCalls => Volatile.Read(ref _receiveCalls);
+
+    /// <inheritdoc cref="ReceiveCalls"/>
+    public long SendCalls => Volatile.Read(ref _sendCalls);
 
     /// <summary>Frames refused because the session's send queue was at its cap (the defined outcome at the cap).</summary>
     public long SendQueueRefusals => Volatile.Read(ref _sendQueueRefusals);
@@ -117,8 +128,10 @@ public sealed class TcpTransportCounters
             new(nameof(FramesReceived), FramesReceived),
             new(nameof(FramesCompressed), FramesCompressed),
             new(nameof(FramesSent), FramesSent),
+            new(nameof(ReceiveCalls), ReceiveCalls),
             new(nameof(RefusedWhileStopping), RefusedWhileStopping),
             new(nameof(SendBytesDroppedAtClose), SendBytesDroppedAtClose),
+            new(nameof(SendCalls), SendCalls),
             new(nameof(SendQueueHighWaterBytes), SendQueueHighWaterBytes),
             new(nameof(SendQueueRefusals), SendQueueRefusals),
             new(nameof(SendsRefusedClosed), SendsRefusedClosed),
@@ -167,9 +180,17 @@ public sealed class TcpTransportCounters
 
     internal void AddFrameCompressed() => Interlocked.Increment(ref _framesCompressed);
 
-    internal void AddBytesReceived(long bytes) => Interlocked.Add(ref _bytesReceived, bytes);
+    internal void AddBytesReceived(long bytes)
+    {
+        Interlocked.Add(ref _bytesReceived, bytes);
+        Interlocked.Increment(ref _receiveCalls);
+    }
 
-    internal void AddBytesSent(long bytes) => Interlocked.Add(ref _bytesSent, bytes);
+    internal void AddBytesSent(long bytes)
+    {
+        Interlocked.Add(ref _bytesSent, bytes);
+        Interlocked.Increment(ref _sendCalls);
+    }
 
     internal void AddSendQueueRefusal() => Interlocked.Increment(ref _sendQueueRefusals);
 

@@ -219,7 +219,7 @@ public sealed class TcpCommandTests
         var result = CliHarness.Run("bench", "tcp", "--connections", "2", "--in-flight", "2", "--payload-bytes", "16", "--repeats", "2", "--duration-ms", "100", "--warm-up-ms", "20", "--rtt-samples", "50");
 
         Assert.True(result.ExitCode == 0, result.ToString());
-        foreach (var key in new[] { "core.roundTripsPerSecond", "raw.roundTripsPerSecond", "ratio.median", "core.bytesPerMessage", "raw.bytesPerMessage", "core.gen2", "core.rttMsP50", "core.rttMsP99", "raw.rttMsP50", "raw.rttMsP99", "processors", "gc", "budget.ratio", "budget.bytesPerMessage", "budget.gen2" })
+        foreach (var key in new[] { "core.roundTripsPerSecond", "raw.roundTripsPerSecond", "ratio.median", "core.bytesPerMessage", "raw.bytesPerMessage", "core.gen2", "core.rttMsP50", "core.rttMsP99", "raw.rttMsP50", "raw.rttMsP99", "processors", "gc", "budget.ratio", "budget.bytesPerMessage", "budget.gen2", "core.cpuMicrosecondsPerMessage", "raw.cpuMicrosecondsPerMessage", "ratio.cpu", "core.contextSwitchesPerMessage", "raw.contextSwitchesPerMessage", "core.framesPerSendCall", "raw.framesPerSendCall", "core.framesPerReceiveCall", "raw.framesPerReceiveCall" })
         {
             Assert.True(result.Value(key) is not null, $"no {key}\n{result}");
         }
@@ -230,6 +230,7 @@ public sealed class TcpCommandTests
         Assert.Equal("2", result.Value("repeats"));
         Assert.StartsWith("order:core,raw ", result.Value("repeat.1"), StringComparison.Ordinal);
         Assert.StartsWith("order:raw,core ", result.Value("repeat.2"), StringComparison.Ordinal);
+        Assert.Contains("target >= 0.8", result.Value("budget.ratio"), StringComparison.Ordinal);
     }
 
     [Fact]
