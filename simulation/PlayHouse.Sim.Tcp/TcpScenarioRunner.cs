@@ -235,6 +235,25 @@ public static class TcpScenarioRunner
 
         // The user-level checkers the simulation's workload runs add, so both substrates report the same verdicts.
         var workload = new WorkloadCheckers(checkers);
+
+        // Devices only the simulation runs (a hook that throws while a frame is received, a graceful stop mid-run)
+        // still register their checkers, so both modes report the same verdicts; over TCP they have nothing to judge.
+        if (shape.Name == "receive-fault")
+        {
+            checkers.Add(ReceiveFaultChecker.Idle(checkers.Context));
+        }
+        else if (shape.Name == "drain")
+        {
+            checkers.Add(new ShutdownDrainChecker(checkers.Context));
+        }
+        else if (shape.Name == "heartbeat-first")
+        {
+            checkers.Add(new HeartbeatSessionChecker(checkers.Context));
+        }
+        else if (shape.Name == "unicode-echo")
+        {
+            checkers.Add(new FrameMsgIdChecker(checkers.Context));
+        }
         long lastActorInstance = 0;
         var context = new ScenarioContext(options, new Xoshiro256StarStar(settings.Seed), checkers, rtt);
         var drivers = new List<TcpWorkloadDriver>();
@@ -254,7 +273,9 @@ public static class TcpScenarioRunner
                 RelayTargetStageId = shape.RelayToBackend ? options.Stages + 1L : 0,
                 TimerCount = shape.Timers ? TimerCount : 0,
                 TimerPeriodMs = TimerPeriodMs,
-                GameLoopStepMs = shape.Timers ? GameLoopStepMs : 0,
+                GameLoopStepMs = shape.Timers ? GameLoopStepMs : shape.AnswerOnGameLoopStepMs,
+                AnswerOnGameLoop = shape.AnswerOnGameLoopStepMs > 0,
+                ReplyBytes = shape.ReplyBytes,
                 PeerNodeIds = shape.Peers ? [.. Enumerable.Range(1, options.PlayServers).Select(i => $"play-{i}")] : [],
                 PeerStageCount = options.Stages,
                 CreateDelayMs = shape.CreateDelayMs,
@@ -276,6 +297,12 @@ public static class TcpScenarioRunner
                 .WithStage(WorkloadScenario.StageType, link => new RegistryGuardedStage(new WorkloadStage(link, stageOptions), registryGate), link => new WorkloadActor(link, Interlocked.Increment(ref lastActorInstance), workload.Lifecycle))
                 .WithApiHandlers(api => api.Handle(WorkloadMsgIds.ApiEcho, (link, packet) =>
                 {
+                    if (shape.ApiReplyBytes > 0 && WorkloadPayload.TryRead(packet.Payload.Span, out var body))
+                    {
+                        link.Reply(packet, WorkloadMsgIds.ApiEcho, WorkloadPayload.Rent(link.Pool, body, shape.ApiReplyBytes, "api-reply"));
+                        return ValueTask.CompletedTask;
+                    }
+
                     link.Reply(packet, WorkloadMsgIds.ApiEcho, packet.Payload);
                     return ValueTask.CompletedTask;
                 }))
@@ -567,10 +594,21 @@ public static class TcpScenarioRunner
     }
 
     /// <summary>The TCP shape of each catalog scenario: its message id, mode and setup.</summary>
-    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false, IReadOnlyList<string>? PlayServerIds = null, bool WebSocketClients = false, double ServerTimeoutMsMin = 0, bool Peers = false)
+    /// <remarks>
+    /// The performance checkers of the simulation (allocation per message, pool efficiency, allocation-free sends, resident
+    /// work per idle session) measure the one simulation thread and its virtual time; a TCP run does not run them. Over
+    /// TCP the idle-sessions scenario runs every client (its idle window is the simulation's).
+    /// </remarks>
+    private sealed record Shape(string Name, string RequestMsgId, WorkloadMode? ForcedMode = null, bool CreateStagesOnJoin = true, bool RelayToBackend = false, bool Timers = false, int CreateDelayMs = 0, int CreateFailuresPerStage = 0, bool AllocateStageIds = false, IReadOnlyList<string>? PlayServerIds = null, bool WebSocketClients = false, double ServerTimeoutMsMin = 0, bool Peers = false, int ReplyBytes = 0, int ApiReplyBytes = 0, int AnswerOnGameLoopStepMs = 0)
     {
         public static Shape? Of(IScenario scenario) => scenario switch
         {
+            IdleSessionsScenario => new("idle-sessions", WorkloadMsgIds.Echo),
+            TickBatchScenario => new("tick-batch", WorkloadMsgIds.Echo, AnswerOnGameLoopStepMs: TickBatchScenario.TickMs),
+            SeedShapeScenario { Name: "seed-000-send" } => new("seed-000-send", WorkloadMsgIds.SendPush, WorkloadMode.Send),
+            SeedShapeScenario { Name: "seed-004-echo" } => new("seed-004-echo", WorkloadMsgIds.Echo, ReplyBytes: 1_500),
+            SeedShapeScenario { Name: "seed-004-api" } => new("seed-004-api", WorkloadMsgIds.ApiCall, ApiReplyBytes: 1_500),
+            SeedShapeScenario seed => new(seed.Name, WorkloadMsgIds.Echo),
             EchoScenario => new("echo", WorkloadMsgIds.Echo),
             SendPushScenario => new("send-push", WorkloadMsgIds.SendPush, WorkloadMode.Send),
             BroadcastScenario => new("broadcast", WorkloadMsgIds.Broadcast, WorkloadMode.Send),
@@ -584,6 +622,18 @@ public static class TcpScenarioRunner
             MeshIdsScenario => new("mesh-ids", WorkloadMsgIds.ApiCall, PlayServerIds: MeshIdsScenario.PlayServerIds),
             ApiAllocateScenario => new("api-allocate", WorkloadMsgIds.Echo, CreateStagesOnJoin: false, AllocateStageIds: true),
             StageCreateScenario => new("stage-create", WorkloadMsgIds.Echo, CreateDelayMs: StageCreateScenario.CreateDelayMs, CreateFailuresPerStage: StageCreateScenario.CreateFailuresPerStage),
+            AwaitEchoScenario => new("await-echo", WorkloadMsgIds.DelayedEcho),
+
+            // The injected hook fault is a simulation device; over TCP the scenario is an echo (the TCP session's
+            // callbacks catch and count faults the same way, see SocketConnection).
+            ReceiveFaultScenario => new("receive-fault", WorkloadMsgIds.Echo),
+
+            // The graceful stop mid-run is a simulation device; over TCP the scenario's one-way sends await and answer.
+            DrainScenario => new("drain", WorkloadMsgIds.DelayedEcho, WorkloadMode.Send),
+
+            // The TCP clients authenticate first; the heartbeat checker judges the TCP sessions all the same.
+            HeartbeatFirstScenario => new("heartbeat-first", WorkloadMsgIds.Echo),
+            UnicodeEchoScenario => new("unicode-echo", WorkloadMsgIds.UnicodeEcho),
             _ => null,
         };
     }

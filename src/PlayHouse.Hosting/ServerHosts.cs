@@ -211,7 +211,7 @@ public abstract class ServerHostBase : IHostedService, IDisposable
     private protected virtual (int Sessions, int Stages, long Refused) CloseEverything() => (0, 0, 0);
 
     private protected virtual bool IsDrained(ServerNode node) =>
-        node.UnansweredRequestCount == 0 && node.PendingRequestCount == 0;
+        node.UnansweredRequestCount == 0 && node.PendingRequestCount == 0 && (node is not PlayServer play || play.HandlersInProgress == 0);
 
     private async Task<bool> DrainAsync(ServerNode node, CancellationToken cancellationToken)
     {

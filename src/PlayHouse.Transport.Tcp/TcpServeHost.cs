@@ -170,7 +170,7 @@ public sealed class TcpServeSession : IAsyncDisposable
 
         _listener.BeginDrain();
         var deadline = _time.GetTimestamp() + (long)(_options.DrainTimeout.Ticks * (double)_time.TimestampFrequency / TimeSpan.TicksPerSecond);
-        bool Quiet() => _server.GetStageStatistics().All(s => s.MailboxLength == 0) && _server.UnansweredRequestCount == 0 && _listener.QueuedBytes == 0;
+        bool Quiet() => _server.GetStageStatistics().All(s => s.MailboxLength == 0) && _server.HandlersInProgress == 0 && _server.UnansweredRequestCount == 0 && _listener.QueuedBytes == 0;
 
         // Stage turns end on the thread pool with no event to wait on, so the drain is checked every few ms.
         while (!Quiet() && _time.GetTimestamp() < deadline)

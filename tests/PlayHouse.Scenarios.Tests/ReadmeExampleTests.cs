@@ -33,6 +33,9 @@ public sealed class ReadmeExampleTests
 
             // Stream loss is retransmitted, so every request is answered exactly once, in the order it was sent.
             Assert.Equal(Enumerable.Range(1, 10).Select(i => (long)i), counts);
+            // A connected session holds its receive buffer; once the client leaves, every buffer is back in its pool.
+            client.Disconnect();
+            cluster.World.RunUntilQuiet(TimeSpan.FromMinutes(1).Ticks);
             Assert.All(cluster.LivePools(), p => Assert.Equal(0, p.Pool.GetStatistics().Outstanding));
         }
     }

@@ -55,7 +55,7 @@ public sealed record CheckerSetOptions
 /// with <see cref="CheckerSetOptions.SingleThreaded"/> (simulation only) the per-hook locks are skipped.
 /// The trace is canonical only in simulation, where one thread makes the order of events deterministic.
 /// </remarks>
-public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
+public sealed class CheckerSet : RuntimeObserver, INodeCrashAware, IPoolFaultAware
 {
     private const int StandardCheckerCount = 7;
 
@@ -133,6 +133,9 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
             (checker as INodeCrashAware)?.OnNodeCrashed(nodeId);
         }
     }
+
+    /// <summary>A pool's ownership fault goes to the pool ledger, which records it as a violation.</summary>
+    public void OnPoolOwnershipFault(string poolName, PlayHouse.Core.Pooling.PoolOwnershipException fault) => Pools.OnOwnershipFault(poolName, fault);
 
     /// <summary>Every checker, the standard ones first, in a fixed order.</summary>
     public IReadOnlyList<IInvariantChecker> Checkers
@@ -420,6 +423,14 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware
         for (var i = 0; i < _extraObservers.Count; i++)
         {
             _extraObservers[i].OnTickPosted(nodeId, stageId, pendingTicks);
+        }
+    }
+
+    public override void OnHandlerFailed(string nodeId, long stageId, StageWorkKind kind, string? msgId, Exception error)
+    {
+        for (var i = 0; i < _extraObservers.Count; i++)
+        {
+            _extraObservers[i].OnHandlerFailed(nodeId, stageId, kind, msgId, error);
         }
     }
 

@@ -11,3 +11,14 @@ public interface INodeCrashAware
     /// <summary>The node crashed; its current incarnation is gone.</summary>
     void OnNodeCrashed(string nodeId);
 }
+
+/// <summary>
+/// A checker that hears ownership faults of the pools it watches the moment a pool or handle detects them
+/// (<see cref="PlayHouse.Core.Pooling.MessagePoolOptions.OnOwnershipFault"/>), before the exception is thrown. The
+/// code that meets the exception may catch it, so the fault is recorded where it is detected.
+/// </summary>
+public interface IPoolFaultAware
+{
+    /// <summary>A pool (named as the cluster names it) or a handle to one of its buffers detected an ownership fault.</summary>
+    void OnPoolOwnershipFault(string poolName, PlayHouse.Core.Pooling.PoolOwnershipException fault);
+}

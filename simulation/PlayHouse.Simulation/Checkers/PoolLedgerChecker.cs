@@ -23,6 +23,10 @@ public sealed class PoolLedgerChecker : InvariantChecker
     private readonly List<WatchedPool> _pools = [];
     private readonly List<WatchedStore> _stores = [];
 
+    // The faults recorded, by reference, so a run that the same exception ended is judged by its record (bounded).
+    private readonly List<PoolOwnershipException> _faults = [];
+    private const int FaultsKeptMax = 16;
+
     /// <param name="context">The run's checker context.</param>
     /// <param name="leakedBuffersListedMax">Leaked buffers a violation names before it says "and N more".</param>
     public PoolLedgerChecker(CheckerContext context, int leakedBuffersListedMax = 5)
@@ -88,6 +92,43 @@ public sealed class PoolLedgerChecker : InvariantChecker
         using (Context.Enter(_gate))
         {
             _stores.Add(new WatchedStore(storeName, bytesHeld));
+        }
+    }
+
+    /// <summary>Ownership faults recorded so far (every one, also those past the kept list).</summary>
+    public long OwnershipFaults { get; private set; }
+
+    /// <summary>
+    /// A pool or one of its handles detected an ownership fault: a stale handle used (a buffer read, moved or returned
+    /// after its owner let it go), a buffer returned twice or to another pool, a ledger that disagrees. Recorded as a
+    /// violation at once, with the buffer and its owners as the pool names them, whether or not the code that meets
+    /// the exception catches it.
+    /// </summary>
+    public void OnOwnershipFault(string poolName, PoolOwnershipException fault)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(poolName);
+        ArgumentNullException.ThrowIfNull(fault);
+        using (Context.Enter(_gate))
+        {
+            OwnershipFaults++;
+            if (_faults.Count < FaultsKeptMax)
+            {
+                _faults.Add(fault);
+            }
+
+            Log.Record($"pool '{poolName}': ownership fault: {fault.Message}");
+        }
+    }
+
+    /// <summary>
+    /// True when <paramref name="exception"/> (or one it wraps) is an ownership fault this checker recorded: a run
+    /// that it ended failed this invariant, loudly where the fault was detected, rather than crashing.
+    /// </summary>
+    public bool HasRecorded(Exception? exception)
+    {
+        using (Context.Enter(_gate))
+        {
+            return IsRecordedLocked(exception);
         }
     }
 
@@ -161,6 +202,14 @@ public sealed class PoolLedgerChecker : InvariantChecker
 
         Log.Record(text.ToString());
     }
+
+    private bool IsRecordedLocked(Exception? exception) => exception switch
+    {
+        null => false,
+        PoolOwnershipException fault when _faults.Contains(fault) => true,
+        AggregateException aggregate => aggregate.InnerExceptions.Any(IsRecordedLocked),
+        _ => IsRecordedLocked(exception.InnerException),
+    };
 
     /// <summary>The first size class (or the oversize row) whose rents and returns differ, or null.</summary>
     private static MessagePoolClassStatistics? FirstUnbalancedClass(MessagePool pool)

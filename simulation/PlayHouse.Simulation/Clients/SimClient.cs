@@ -296,13 +296,16 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         return _connection!.Send(scratch.AsSpan(0, headerBytes + packetBytes));
     }
 
-    private void SendHeartbeat()
+    /// <summary>Sends one heartbeat now (no payload, sequence 0); false when not connected or refused.</summary>
+    public bool SendHeartbeat()
     {
-        if (IsConnected)
+        if (!IsConnected)
         {
-            Statistics.HeartbeatsSent++;
-            Write(WireProtocol.HeartbeatMsgId, 0, 0, []);
+            return false;
         }
+
+        Statistics.HeartbeatsSent++;
+        return Write(WireProtocol.HeartbeatMsgId, 0, 0, []);
     }
 
     private void OnData(SimConnection connection, ReadOnlySpan<byte> data)

@@ -8,6 +8,12 @@ using PlayHouse.Simulation.Network;
 
 namespace PlayHouse.Simulation.Cluster;
 
+/// <summary>
+/// Makes the server side of one accepted client connection on a play server: it must take the connection as its
+/// receiver and connect a session to <paramref name="server"/>. The standard is <see cref="SimSessionConnection"/>.
+/// </summary>
+public delegate void SimSessionFactory(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics, IStreamSendQueue sendQueue, SimClientTransport transport);
+
 /// <summary>A stage type as a cluster registers it on every play server (and again after a restart).</summary>
 public sealed record SimStageType(string Name, Func<IStageLink, IStage> StageFactory, Func<IActorLink, IActor> ActorFactory);
 
@@ -41,6 +47,7 @@ public sealed class SimClusterBuilder(ulong seed)
     private IUnmatchedReplyPolicy? _clientReplyPolicy;
     private IReadOnlyList<string> _playServerIds = [];
     private IReadOnlyList<string> _apiServerIds = [];
+    private SimSessionFactory? _sessions;
 
     public ulong Seed { get; } = seed;
 
@@ -222,6 +229,17 @@ public sealed class SimClusterBuilder(ulong seed)
         return this;
     }
 
+    /// <summary>
+    /// How play servers serve accepted client connections (the bug zoo plugs a flawed session in here); the standard
+    /// is <see cref="SimSessionConnection"/>.
+    /// </summary>
+    public SimClusterBuilder WithSessionConnections(SimSessionFactory factory)
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        _sessions = factory;
+        return this;
+    }
+
     /// <summary>The node parts set so far, so that several variants can be combined (<c>builder.NodeParts with { ... }</c>).</summary>
     public NodeParts NodeParts => _nodeParts;
 
@@ -231,6 +249,9 @@ public sealed class SimClusterBuilder(ulong seed)
         _clientReplyPolicy = policy;
         return this;
     }
+
+    private static void StandardSessions(SimConnection connection, PlayServer server, Utf8StringCache msgIds, SimSessionStatistics statistics, IStreamSendQueue sendQueue, SimClientTransport transport) =>
+        _ = new SimSessionConnection(connection, server, msgIds, statistics, sendQueue, transport);
 
     public SimCluster Build()
     {
@@ -244,6 +265,7 @@ public sealed class SimClusterBuilder(ulong seed)
             ConfiguredSessionSendQueueBytesMax = _sessionSendQueueBytesMax,
             ConfiguredMeshSendQueueBytesMax = _meshSendQueueBytesMax,
             ClientReplyPolicy = _clientReplyPolicy,
+            SessionFactory = _sessions ?? StandardSessions,
         };
         cluster.Observer = _observer?.Invoke(cluster) ?? new TraceObserver(world);
         for (var i = 1; i <= _playServers; i++)
@@ -317,6 +339,12 @@ public sealed class SimNode
     /// <summary>The endpoint a client of <paramref name="transport"/> connects to.</summary>
     public string EndpointFor(SimClientTransport transport) => transport == SimClientTransport.WebSocket ? WebSocketEndpoint : ClientEndpoint;
 
+    /// <summary>Work items this incarnation's executor was handed (stage turns, continuations, posted callbacks).</summary>
+    public long ExecutorWorkItems => Executor.WorkItems;
+
+    /// <summary>Timer callbacks this incarnation's time provider ran (timers, delays, game loops).</summary>
+    public long TimerFirings => Time.Firings;
+
     internal NodeExecutor Executor { get; set; } = null!;
 
     internal NodeTimeProvider Time { get; set; } = null!;
@@ -345,7 +373,7 @@ public sealed class SimCluster : IDisposable
         _stageTypes = stageTypes;
         _apiSetups = apiSetups;
         _meshSemantics = meshSemantics;
-        ClientPool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
+        ClientPool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, OnOwnershipFault = f => OnPoolFault("clients", f) });
     }
 
     public SimWorld World { get; }
@@ -408,6 +436,9 @@ public sealed class SimCluster : IDisposable
     }
 
     private IMeshTrafficObserver? _meshTraffic;
+
+    /// <summary>How play servers serve accepted client connections (set by <see cref="SimClusterBuilder.WithSessionConnections"/>).</summary>
+    internal SimSessionFactory SessionFactory { get; init; } = null!;
 
     public SimNode Node(string nodeId) => _byId.TryGetValue(nodeId, out var node) ? node : throw new ArgumentException($"No node '{nodeId}' in this cluster.", nameof(nodeId));
 
@@ -512,6 +543,9 @@ public sealed class SimCluster : IDisposable
         }
     }
 
+    /// <summary>A pool's ownership fault goes to the observer when it records them (the checkers do), named as <see cref="LivePools"/> names pools.</summary>
+    private void OnPoolFault(string poolName, PoolOwnershipException fault) => (Observer as IPoolFaultAware)?.OnPoolOwnershipFault(poolName, fault);
+
     internal void AddNode(string nodeId, SimNodeKind kind)
     {
         var node = new SimNode(nodeId, kind, World.NextChildSeed());
@@ -533,7 +567,8 @@ public sealed class SimCluster : IDisposable
         node.Incarnation++;
         node.Executor = new NodeExecutor(World.Executor);
         node.Time = new NodeTimeProvider(World.Time);
-        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true });
+        var poolName = node.NodeId;
+        node.Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, SingleThreaded = true, Store = NodeParts.PoolStore, OnOwnershipFault = f => OnPoolFault(poolName, f) });
         node.Sessions = new SimSessionStatistics();
         var random = new Xoshiro256StarStar(node.Seed + (ulong)node.Incarnation);
         var seams = new NodeSeams(node.Time, node.Executor, random, node.Pool) { Observer = Observer, Parts = NodeParts };
@@ -546,8 +581,9 @@ public sealed class SimCluster : IDisposable
             }
 
             node.Server = play;
-            Network.Listen(node.ClientEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions, SessionSendQueues(Network, connection, ConfiguredSessionSendQueueBytesMax ?? int.MaxValue)));
-            Network.Listen(node.WebSocketEndpoint, connection => _ = new SimSessionConnection(connection, play, MsgIds, node.Sessions, SessionSendQueues(Network, connection, ConfiguredSessionSendQueueBytesMax ?? int.MaxValue), SimClientTransport.WebSocket));
+            var sessions = node.Sessions;
+            Network.Listen(node.ClientEndpoint, connection => SessionFactory(connection, play, MsgIds, sessions, SessionSendQueues(Network, connection, ConfiguredSessionSendQueueBytesMax ?? int.MaxValue), SimClientTransport.Tcp));
+            Network.Listen(node.WebSocketEndpoint, connection => SessionFactory(connection, play, MsgIds, sessions, SessionSendQueues(Network, connection, ConfiguredSessionSendQueueBytesMax ?? int.MaxValue), SimClientTransport.WebSocket));
         }
         else
         {
@@ -600,6 +636,9 @@ internal sealed class NodeExecutor(SimExecutor inner) : IExecutor
 
     public bool IsAlive { get; set; } = true;
 
+    /// <summary>Items handed to this executor while the node was up.</summary>
+    public long WorkItems { get; private set; }
+
     /// <summary>Items that were queued before the crash and did not run.</summary>
     public long DroppedAfterCrash { get; private set; }
 
@@ -610,6 +649,7 @@ internal sealed class NodeExecutor(SimExecutor inner) : IExecutor
             return;
         }
 
+        WorkItems++;
         var guard = _free.Count > 0 ? _free.Pop() : new Guard(this);
         guard.Item = workItem;
         inner.Schedule(guard);
@@ -643,6 +683,9 @@ internal sealed class NodeTimeProvider(SimTimeProvider inner) : TimeProvider
 {
     public bool IsAlive { get; set; } = true;
 
+    /// <summary>Timer callbacks run for the node.</summary>
+    public long Firings { get; private set; }
+
     public override long TimestampFrequency => inner.TimestampFrequency;
 
     public override long GetTimestamp() => inner.GetTimestamp();
@@ -667,6 +710,7 @@ internal sealed class NodeTimeProvider(SimTimeProvider inner) : TimeProvider
         {
             if (owner.IsAlive)
             {
+                owner.Firings++;
                 callback(state);
                 return;
             }

@@ -206,7 +206,7 @@ public sealed class SimConnection
             }
             else if (receiver is Cluster.SimSessionConnection session)
             {
-                ((IStreamReceiver)session).OnStreamData(this, data);
+                session.OnStreamData(data);
             }
             else
             {

@@ -151,6 +151,13 @@ public static class SimRunner
 
             return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart, quiet, runaway, ledger.Realizations());
         }
+        catch (Exception ex) when (ex is not OutOfMemoryException && checkers is not null && checkers.Pools.HasRecorded(ex))
+        {
+            // A pool ownership fault that nothing caught ended the run where it was detected: the pool ledger already
+            // recorded it as its violation (with the buffer and its owners), so the run failed that invariant, loudly,
+            // rather than crashing. The world stopped mid-event, so nothing is judged at quiescence.
+            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, cluster?.World.NowTicks ?? 0, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart);
+        }
         catch (Exception ex) when (ex is not OutOfMemoryException)
         {
             crash = ex.ToString();

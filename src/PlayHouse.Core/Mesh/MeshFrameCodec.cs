@@ -52,11 +52,20 @@ public static class MeshFrameCodec
 
     /// <summary>Writes one mesh frame at the start of <paramref name="destination"/> and returns the bytes written.</summary>
     /// <exception cref="ArgumentException">A limit is exceeded, payload_size disagrees, or the destination is too short; nothing was written.</exception>
-    public static int Encode(Span<byte> destination, RouteHeader header, ReadOnlySpan<byte> payload, MeshFrameOptions? options = null)
+    public static int Encode(Span<byte> destination, RouteHeader header, ReadOnlySpan<byte> payload, MeshFrameOptions? options = null) =>
+        Encode(destination, header, payload, RouteHeaderWriter.ExactSize, options);
+
+    /// <summary>
+    /// Writes one mesh frame at the start of <paramref name="destination"/>, its header through
+    /// <paramref name="headerWriter"/> (a node's <see cref="Runtime.NodeParts.MeshHeaderWriter"/>), and returns the bytes written.
+    /// </summary>
+    /// <exception cref="ArgumentException">A limit is exceeded, payload_size disagrees, or the destination is too short; nothing was written.</exception>
+    public static int Encode(Span<byte> destination, RouteHeader header, ReadOnlySpan<byte> payload, IRouteHeaderWriter headerWriter, MeshFrameOptions? options = null)
     {
         ArgumentNullException.ThrowIfNull(header);
+        ArgumentNullException.ThrowIfNull(headerWriter);
         var headerBytes = CheckedHeaderBytes(header, payload.Length, options ?? MeshFrameOptions.Default);
-        return EncodeChecked(destination, header, headerBytes, payload);
+        return EncodeChecked(destination, header, headerBytes, payload, headerWriter);
     }
 
     /// <summary>Writes one mesh frame into <paramref name="writer"/> (one GetSpan, one Advance) and returns the bytes written.</summary>
@@ -65,7 +74,7 @@ public static class MeshFrameCodec
         ArgumentNullException.ThrowIfNull(writer);
         ArgumentNullException.ThrowIfNull(header);
         var headerBytes = CheckedHeaderBytes(header, payload.Length, options ?? MeshFrameOptions.Default);
-        var written = EncodeChecked(writer.GetSpan(PrefixBytes + headerBytes + payload.Length), header, headerBytes, payload);
+        var written = EncodeChecked(writer.GetSpan(PrefixBytes + headerBytes + payload.Length), header, headerBytes, payload, RouteHeaderWriter.ExactSize);
         writer.Advance(written);
         return written;
     }
@@ -329,7 +338,7 @@ public static class MeshFrameCodec
         return headerBytes;
     }
 
-    private static int EncodeChecked(Span<byte> destination, RouteHeader header, int headerBytes, ReadOnlySpan<byte> payload)
+    private static int EncodeChecked(Span<byte> destination, RouteHeader header, int headerBytes, ReadOnlySpan<byte> payload, IRouteHeaderWriter headerWriter)
     {
         var frameBytes = PrefixBytes + headerBytes + payload.Length;
         if (destination.Length < frameBytes)
@@ -340,8 +349,7 @@ public static class MeshFrameCodec
         BinaryPrimitives.WriteInt32LittleEndian(destination, frameBytes - FrameLengthBytes);
         BinaryPrimitives.WriteInt32LittleEndian(destination[FrameLengthBytes..], headerBytes);
 
-        // WriteTo(Span) demands a span of exactly the message's size.
-        header.WriteTo(destination.Slice(PrefixBytes, headerBytes));
+        headerWriter.Write(header, destination.Slice(PrefixBytes, headerBytes));
         payload.CopyTo(destination[(PrefixBytes + headerBytes)..]);
         return frameBytes;
     }

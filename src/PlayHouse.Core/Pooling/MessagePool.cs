@@ -78,8 +78,14 @@ public sealed class MessagePool
     private readonly bool _singleThreaded;
     private readonly bool _clearOnReturn;
 
-    // One flag for the return path's only optional work (ledger, poison or clear), so the common case tests once.
+    // One flag for the return path's only optional work (ledger, poison or clear, or a store to return to), so the
+    // common case tests once.
     private readonly bool _returnNeedsWork;
+    private readonly bool _prepareOnReturn;
+
+    // A replaced storage of free buffers (MessagePoolOptions.Store), or null for the standard tiers. With a store the
+    // local stacks stay empty, so the inline fast paths never hit and every rent and return goes through the slow paths.
+    private readonly MessagePoolStore? _store;
     private readonly GlobalClass[] _global;
     // Checked mode: the outstanding buffers, densely packed; each knows its slot (PooledBuffer.LedgerSlot), so an
     // entry is added and removed without hashing. Null when not in checked mode.
@@ -117,7 +123,7 @@ public sealed class MessagePool
         _checkedMode = Options.CheckedMode;
         _singleThreaded = Options.SingleThreaded;
         _clearOnReturn = Options.ClearOnReturn;
-        _returnNeedsWork = _checkedMode || _clearOnReturn;
+        _prepareOnReturn = _checkedMode || _clearOnReturn;
         DisplayName = Options.Name is null ? "(unnamed)" : $"'{Options.Name}'";
 
         _global = new GlobalClass[_classCount];
@@ -127,6 +133,17 @@ public sealed class MessagePool
         }
 
         _ledger = _checkedMode ? new PooledBuffer?[64] : null;
+        if (Options.Store is { } makeStore)
+        {
+            if (Options.PreWarmCountPerClass > 0)
+            {
+                throw new ArgumentException("Pre-warming fills the pool's standard tiers; it cannot be combined with a replaced store (MessagePoolOptions.Store).", nameof(options));
+            }
+
+            _store = makeStore(this) ?? throw new ArgumentException("MessagePoolOptions.Store made no store.", nameof(options));
+        }
+
+        _returnNeedsWork = _prepareOnReturn || _store is not null;
         PreWarm();
     }
 
@@ -200,7 +217,7 @@ public sealed class MessagePool
 
         if (!ReferenceEquals(buffer.Pool, this))
         {
-            throw PoolOwnershipException.Foreign(buffer, DisplayName);
+            throw Fault(PoolOwnershipException.Foreign(buffer, DisplayName));
         }
 
         // The payload's own checks (stale handle, double return) apply unchanged.
@@ -278,6 +295,12 @@ public sealed class MessagePool
                     preWarmed = global.PreWarmed;
                     globalCached = global.Count;
                 }
+
+                if (_store is not null)
+                {
+                    // A replaced store is the pool's only cache; its buffers count as the shared tier's.
+                    globalCached += _store.RetainedIn(c);
+                }
             }
 
             rows[c] = new MessagePoolClassStatistics(
@@ -295,6 +318,27 @@ public sealed class MessagePool
 
         return rows;
     }
+
+    /// <summary>Free buffers the pool holds now, over every size class, thread cache and tier (or its replaced store).</summary>
+    public long RetainedBuffers
+    {
+        get
+        {
+            long retained = 0;
+            foreach (var row in GetClassStatistics())
+            {
+                retained += row.LocalCached + row.GlobalCached;
+            }
+
+            return retained;
+        }
+    }
+
+    /// <summary>
+    /// The most free buffers one size class may hold for one thread: the thread's local stack and the shared tier, or
+    /// the replaced store's bound per class (<see cref="long.MaxValue"/> when the store is unbounded).
+    /// </summary>
+    public long RetainedMaxPerClassPerThread => _store?.RetainedMaxPerClass ?? (long)_localCapacity + _globalCapacity;
 
     /// <summary>Buffers rented and not yet returned, in rent order (checked mode only).</summary>
     /// <exception cref="InvalidOperationException">The pool is not in checked mode.</exception>
@@ -383,6 +427,14 @@ public sealed class MessagePool
         }
 
         ReturnSlow(buffer);
+    }
+
+    /// <summary>Tells <see cref="MessagePoolOptions.OnOwnershipFault"/> about a fault about to be thrown, and returns it.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    internal PoolOwnershipException Fault(PoolOwnershipException fault)
+    {
+        Options.OnOwnershipFault?.Invoke(fault);
+        return fault;
     }
 
     /// <summary>This thread's cache in this pool, for tests: the number of buffers it holds in a class.</summary>
@@ -506,6 +558,11 @@ public sealed class MessagePool
 
         var sizeClass = FindClassInRange(lengthBytes);
         ref var local = ref GetLocalClasses()[sizeClass];
+        if (_store is not null)
+        {
+            return HandOut(RentFromStore(ref local, sizeClass), lengthBytes, owner);
+        }
+
         var items = local.Items;
         var slot = local.Count - 1;
         PooledBuffer buffer;
@@ -526,7 +583,7 @@ public sealed class MessagePool
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void ReturnSlow(PooledBuffer buffer)
     {
-        if (_returnNeedsWork)
+        if (_prepareOnReturn)
         {
             PrepareReturn(buffer);
         }
@@ -534,6 +591,17 @@ public sealed class MessagePool
         buffer.Generation++;
         ref var local = ref GetLocalClasses()[buffer.CounterRow];
         local.Returns++;
+        if (_store is not null)
+        {
+            // Oversize arrays are never cached, whatever the storage.
+            if (buffer.SizeClass < 0 || !_store.TryAdd(buffer))
+            {
+                local.Dropped++;
+            }
+
+            return;
+        }
+
         var items = local.Items;
         var count = local.Count;
         if ((uint)count < (uint)items.Length)
@@ -603,6 +671,24 @@ public sealed class MessagePool
         {
             return _locals;
         }
+    }
+
+    private PooledBuffer RentFromStore(ref LocalClass local, int sizeClass)
+    {
+        var buffer = _store!.TryTake(sizeClass);
+        if (buffer is not null)
+        {
+            if (!ReferenceEquals(buffer.Pool, this) || buffer.SizeClass != sizeClass || buffer.IsRented)
+            {
+                throw new PoolOwnershipException($"Pool {DisplayName}: its store handed out buffer #{buffer.Id} ({buffer.Array.Length} B), which is rented, foreign or of another size class than {sizeClass}.") { BufferId = buffer.Id };
+            }
+
+            local.Hits++;
+            return buffer;
+        }
+
+        local.Misses++;
+        return new PooledBuffer(this, new byte[_classBytes[sizeClass]], sizeClass, sizeClass, Interlocked.Increment(ref _nextId));
     }
 
     private PooledBuffer RentFromGlobal(ref LocalClass local, int sizeClass)
@@ -760,7 +846,7 @@ public sealed class MessagePool
         buffer.Owner = owner;
         if (buffer.LedgerSlot >= 0)
         {
-            throw new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id };
+            throw Fault(new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id });
         }
 
         if (_ledgerCount == _ledger!.Length)
@@ -803,7 +889,7 @@ public sealed class MessagePool
         var slot = buffer.LedgerSlot;
         if (slot < 0 || !ReferenceEquals(_ledger![slot], buffer))
         {
-            throw PoolOwnershipException.NotInLedger(buffer, DisplayName);
+            throw Fault(PoolOwnershipException.NotInLedger(buffer, DisplayName));
         }
 
         // The last entry fills the hole, so the ledger stays dense.
@@ -816,6 +902,11 @@ public sealed class MessagePool
 
     private void PreWarm()
     {
+        if (_store is not null)
+        {
+            return;
+        }
+
         var count = Math.Min(Options.PreWarmCountPerClass, _globalCapacity);
         for (var c = 0; c < _classCount && _classBytes[c] <= Options.PreWarmMaxBytes; c++)
         {

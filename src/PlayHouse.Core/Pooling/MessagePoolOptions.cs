@@ -40,8 +40,24 @@ public sealed record MessagePoolOptions
     /// </summary>
     public bool ClearOnReturn { get; init; }
 
+    /// <summary>
+    /// Makes the storage of free buffers for a new pool; null (the standard) keeps them in the pool's own two tiers,
+    /// a stack per thread and size class and a capped global stack per class. Pre-warming fills the standard tiers
+    /// only, so it is refused together with a store.
+    /// </summary>
+    public Func<MessagePool, MessagePoolStore>? Store { get; init; }
+
     /// <summary>A label for error messages, e.g. the simulated node that owns the pool.</summary>
     public string? Name { get; init; }
+
+    /// <summary>
+    /// Hears every ownership fault the pool or one of its handles detects (a stale handle used, a buffer returned twice
+    /// or to the wrong pool, a ledger that disagrees), just before the <see cref="PoolOwnershipException"/> is thrown.
+    /// Code that meets the exception may catch it (a stage counts a handler that threw and carries on), so a test bed
+    /// records the fault here, where it is detected, instead of relying on the exception to reach it.
+    /// </summary>
+    /// <remarks>Called on the thread that detected the fault, possibly under the ledger's lock: keep it short.</remarks>
+    public Action<PoolOwnershipException>? OnOwnershipFault { get; init; }
 
     /// <summary>The byte that checked mode writes over a returned buffer, so use-after-return shows in dumps.</summary>
     public const byte PoisonByte = 0xDD;

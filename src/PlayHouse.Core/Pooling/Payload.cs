@@ -32,7 +32,7 @@ public readonly struct Payload : IDisposable
     /// <summary>True while this handle is the current owner of a live buffer.</summary>
     public bool IsOwner => _buffer is not null && _buffer.Generation == _generation && _buffer.IsRented;
 
-    public int Length => _buffer is null ? 0 : Checked("read Length").Length;
+    public int Length => _buffer is null ? 0 : Checked("read the length of").Length;
 
     /// <summary>The pool-wide id of the buffer, for diagnostics; 0 for the empty payload.</summary>
     public long BufferId => _buffer?.Id ?? 0;
@@ -99,7 +99,7 @@ public readonly struct Payload : IDisposable
     }
 
     /// <summary>The whole capacity of the underlying array (at least <see cref="Length"/>).</summary>
-    public int Capacity => _buffer is null ? 0 : Checked("read Capacity").Array.Length;
+    public int Capacity => _buffer is null ? 0 : Checked("read the capacity of").Array.Length;
 
     /// <summary>Shrinks or grows the visible length within the capacity.</summary>
     public void SetLength(int length)
@@ -192,5 +192,5 @@ public readonly struct Payload : IDisposable
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void ThrowStale(PooledBuffer buffer, long generation, string action, string? target = null) =>
-        throw PoolOwnershipException.StaleHandle(buffer, generation, action, target);
+        throw buffer.Pool.Fault(PoolOwnershipException.StaleHandle(buffer, generation, action, target));
 }

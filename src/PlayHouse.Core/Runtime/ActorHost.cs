@@ -30,16 +30,15 @@ internal sealed class ActorHost(StageHost stage, long instance) : IActorLink
 
     public void SendToClient(string msgId, Payload payload)
     {
-        var owned = payload.Move("client-push");
         var session = Session;
         if (session is null)
         {
             stage.Counters.AddClientPushToDisconnected();
-            owned.Dispose();
+            payload.Move("client-push").Dispose();
             return;
         }
 
-        session.Send(msgId, 0, stage.StageId, ErrorCodes.Success, owned);
+        stage.Server.ClientPushes.Push(stage.Server, session, msgId, stage.StageId, payload);
     }
 
     public void LeaveStage() => stage.Post(new StageMessage { Kind = StageWorkKind.Leave, Actor = this });

@@ -61,13 +61,13 @@ public sealed class ApiServer : ServerNode, IApiLink
 
     private ReplyToken AddressOf(in Packet request) => ReplyAddressing is { } addressing ? addressing.AddressOf(request) : request.ReplyToken;
 
-    public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) => SendOneWay(nodeId, stageId, msgId, payload.Move("mesh"), 0);
+    public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) => SendOneWay(nodeId, stageId, msgId, Parts.MeshSendPayloads.Wrap(payload), 0);
 
     public Task<Response> RequestToStage(string nodeId, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
-        RequestAsync(nodeId, stageId, msgId, payload.Move("mesh"), timeout, null, SystemOp.None, null);
+        RequestAsync(nodeId, stageId, msgId, Parts.MeshSendPayloads.Wrap(payload), timeout, null, SystemOp.None, null);
 
     public void RequestToStage(string nodeId, long stageId, string msgId, Payload payload, Action<Response> callback, TimeSpan? timeout = null) =>
-        RequestWithCallback(nodeId, stageId, msgId, payload.Move("mesh"), callback, timeout, null);
+        RequestWithCallback(nodeId, stageId, msgId, Parts.MeshSendPayloads.Wrap(payload), callback, timeout, null);
 
     public void SendToApi(string nodeId, string msgId, Payload payload) => SendToStage(nodeId, 0, msgId, payload);
 

@@ -29,6 +29,27 @@ public sealed record NodeParts
     /// <summary>Makes the client session table of each play server (session ids unique across its transports, B14).</summary>
     internal Func<PlayServer, ISessionTable> Sessions { get; init; } = static _ => new SessionTable();
 
+    /// <summary>Serialises a mesh frame's <c>RouteHeader</c> into the frame; the standard writes it in place, at its exact size.</summary>
+    public Mesh.IRouteHeaderWriter MeshHeaderWriter { get; init; } = Mesh.RouteHeaderWriter.ExactSize;
+
+    /// <summary>
+    /// Makes the storage of free buffers of the node's message pool, where the composition root builds the pool
+    /// (<see cref="Pooling.MessagePoolOptions.Store"/>); null (the standard) keeps the pool's own two tiers.
+    /// </summary>
+    public Func<Pooling.MessagePool, Pooling.MessagePoolStore>? PoolStore { get; init; }
+
+    /// <summary>What a stage's dispatcher does when a handler suspends at an await and when its work completes.</summary>
+    internal IHandlerCompletion HandlerCompletion { get; init; } = StandardHandlerCompletion.Instance;
+
+    /// <summary>How a link's send to a stage or API server puts the caller's payload into the outgoing message.</summary>
+    internal IMeshSendPayloads MeshSendPayloads { get; init; } = OwningMeshSendPayloads.Instance;
+
+    /// <summary>How an actor's push reaches its client's session.</summary>
+    internal IClientPushes ClientPushes { get; init; } = OwningClientPushes.Instance;
+
+    /// <summary>The order in which a play server applies the session protocol's rules to a client's frame.</summary>
+    internal IClientFrameGate ClientFrameGate { get; init; } = StandardClientFrameGate.Instance;
+
     /// <summary>True when every part is the standard one (hosts print the parts only when they differ).</summary>
     public bool IsStandard => Equals(Standard);
 

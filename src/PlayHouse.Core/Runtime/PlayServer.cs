@@ -16,6 +16,9 @@ public sealed class PlayServer : ServerNode
     /// <summary>The stage id a create names to have the server pick a new one (<see cref="NodeParts.StageIds"/>).</summary>
     public const long NewStageId = 0;
 
+    /// <summary>The reason <see cref="RuntimeObserver.OnDropped"/> names when a session's first message was not authentication.</summary>
+    public const string FirstMessageNotAuthenticateReason = "first-message-not-authenticate";
+
     private readonly Dictionary<string, StageRegistration> _stageTypes = new(StringComparer.Ordinal);
     private readonly Lock? _stagesGate;
     private readonly IStageRegistry _stages;
@@ -25,6 +28,11 @@ public sealed class PlayServer : ServerNode
     private readonly ISessionTable _sessions;
     private long _nextActorInstance;
     private int _stagesHighWater;
+    private int _handlersInProgress;
+
+    // Read per frame and per handler: copied from the options and parts once.
+    private readonly bool _singleThreaded;
+    private readonly IClientFrameGate _frameGate;
 
     public PlayServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
         : base(nodeId, seams, options)
@@ -35,6 +43,9 @@ public sealed class PlayServer : ServerNode
         _sessions = Parts.Sessions(this);
         _stageIds = Parts.StageIds(this);
         _isStageIdTaken = id => _stages.TryGet(id, out _);
+        _singleThreaded = Options.SingleThreaded;
+        _frameGate = Parts.ClientFrameGate;
+        ClientPushes = Parts.ClientPushes;
     }
 
     public int StageCount
@@ -74,6 +85,42 @@ public sealed class PlayServer : ServerNode
         }
 
         return this;
+    }
+
+    /// <summary>
+    /// Stage handlers started and not yet ended, awaits included: a handler suspended at an await still counts. A
+    /// graceful shutdown drains this with the mailboxes, so it never stops a node under a handler that has not
+    /// finished (PlayHouse's pending count dropped when the handler's call returned at its first await, B16).
+    /// </summary>
+    public int HandlersInProgress => Volatile.Read(ref _handlersInProgress);
+
+    /// <summary>
+    /// True when this server holds no work in progress: no handler started and not ended (awaits included), no message
+    /// waiting in a mailbox, no inbound request unanswered and no outgoing request pending. A graceful shutdown stops
+    /// taking work and waits for this before the process exits.
+    /// </summary>
+    public bool IsDrained
+    {
+        get
+        {
+            if (HandlersInProgress != 0 || PendingRequestCount != 0 || UnansweredRequestCount != 0)
+            {
+                return false;
+            }
+
+            using (NodeLock.Enter(_stagesGate))
+            {
+                foreach (var stage in _stages.Stages)
+                {
+                    if (stage.MailboxLength != 0)
+                    {
+                        return false;
+                    }
+                }
+            }
+
+            return true;
+        }
     }
 
     public bool HasStage(long stageId)
@@ -146,29 +193,22 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (string.Equals(msgId, HeartbeatMsgId, StringComparison.Ordinal))
+        switch (_frameGate.Admit(state, msgId, Options.AuthenticateMsgId))
         {
-            // Heartbeats are echoed in any state, before authentication too (PlayHouse disconnected them, B16).
-            payload.DisposeIfOwner();
-            session.Send(HeartbeatMsgId, msgSeq, stageId, ErrorCodes.Success, Payload.Empty);
-            return;
-        }
-
-        switch (state)
-        {
-            case SessionState.New:
-                if (!string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
-                {
-                    payload.DisposeIfOwner();
-                    Counters.AddSessionClosedBeforeAuthentication();
-                    Observer.OnDropped(NodeId, "first-message-not-authenticate", msgId);
-                    CloseSession(session, $"first message was '{msgId}', expected '{Options.AuthenticateMsgId}'");
-                    return;
-                }
-
+            case FrameAdmission.Heartbeat:
+                payload.DisposeIfOwner();
+                session.Send(HeartbeatMsgId, msgSeq, stageId, ErrorCodes.Success, Payload.Empty);
+                return;
+            case FrameAdmission.FirstMessageNotAuthenticate:
+                payload.DisposeIfOwner();
+                Counters.AddSessionClosedBeforeAuthentication();
+                Observer.OnDropped(NodeId, FirstMessageNotAuthenticateReason, msgId);
+                CloseSession(session, $"first message was '{msgId}', expected '{Options.AuthenticateMsgId}'");
+                return;
+            case FrameAdmission.Join:
                 BeginJoin(session, msgId, msgSeq, stageId, payload);
                 return;
-            case SessionState.Authenticating:
+            case FrameAdmission.NotAuthenticatedYet:
                 Counters.AddClientMessageBeforeAuthentication();
                 RefuseClientFrame(session, msgId, msgSeq, stageId, payload, ErrorCodes.NotAuthenticated);
                 return;
@@ -383,6 +423,32 @@ public sealed class PlayServer : ServerNode
         using (NodeLock.Enter(_stagesGate))
         {
             _stages.Remove(stage, why);
+        }
+    }
+
+    /// <summary>How an actor's push reaches its client's session (<see cref="NodeParts.ClientPushes"/>).</summary>
+    internal IClientPushes ClientPushes { get; }
+
+    /// <summary>A stage handler starts (called on the stage's turn, before its call).</summary>
+    internal void OnHandlerStarted()
+    {
+        if (_singleThreaded)
+        {
+            _handlersInProgress++;
+        }
+        else
+        {
+            Interlocked.Increment(ref _handlersInProgress);
+        }
+    }
+
+    /// <summary>A stage handler's work, awaits included, ended (called by the handler-completion part).</summary>
+    internal void OnHandlerEnded()
+    {
+        var left = _singleThreaded ? --_handlersInProgress : Interlocked.Decrement(ref _handlersInProgress);
+        if (left < 0)
+        {
+            throw new InvalidOperationException($"Node {NodeId}: more stage handlers ended than started.");
         }
     }
 

@@ -21,6 +21,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly Queue<(SendOrPostCallback Callback, object? State)> _continuations = new();
     private readonly StageSynchronizationContext _syncContext;
     private readonly Action _onHandlerResumed;
+    private readonly IHandlerCompletion _completion;
+    private readonly IMeshSendPayloads _meshSends;
     private readonly Dictionary<long, ActorHost> _actorsByAccount = [];
     private readonly List<IActor> _actorOrder = [];
     private readonly IStageTimerTable _timers;
@@ -61,6 +63,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _replyAddressing = server.ReplyAddressing;
         _callbackDispatch = server.Parts.CallbackDispatch;
         _timers = server.Parts.StageTimers(this);
+        _completion = server.Parts.HandlerCompletion;
+        _meshSends = server.Parts.MeshSendPayloads;
     }
 
     private enum StageState
@@ -159,12 +163,15 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _scheduled = true;
         }
 
-        _server.Observer.OnMailboxPosted(NodeId, StageId, length, external);
         if (schedule)
         {
             _server.Executor.Schedule(this);
         }
 
+        // Hooks hear of the post once the stage's state is whole (queued and scheduled): a hook that throws here used
+        // to leave the stage marked scheduled with no turn ever coming, a stage stuck for good (found by the
+        // receive-fault scenario, whose hook throws while a frame is received).
+        _server.Observer.OnMailboxPosted(NodeId, StageId, length, external);
         return true;
     }
 
@@ -417,6 +424,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _replyAddressing.OnRequestDispatched(message.Reply);
         }
 
+        _server.OnHandlerStarted();
         _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
         ValueTask task;
         try
@@ -431,7 +439,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         if (task.IsCompleted)
         {
             _server.Observer.OnHandlerExited(NodeId, StageId);
-            Finish(ref message, task);
+            Finish(ref message, task, wasSuspended: false);
             return;
         }
 
@@ -439,6 +447,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         {
             _suspended = true;
         }
+
+        _completion.OnSuspended(this, ref message);
 
         _current = message;
         _currentTask = task;
@@ -460,10 +470,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _suspended = false;
         }
 
-        Finish(ref message, task);
+        Finish(ref message, task, wasSuspended: true);
     }
 
-    private void Finish(ref StageMessage message, ValueTask task)
+    private void Finish(ref StageMessage message, ValueTask task, bool wasSuspended)
     {
         try
         {
@@ -489,8 +499,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _handlingChainOut = null;
         _server.Observer.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
 
-        // The payload was lent to the handler until now, awaits included (B7d); a handler that kept it moved it.
-        message.Payload.DisposeIfOwner();
+        // The handler's work, awaits included, is over: it leaves the node's pending work and its payload is released.
+        _completion.OnCompleted(this, ref message, wasSuspended);
     }
 
     private ValueTask Dispatch(ref StageMessage message)
@@ -846,13 +856,13 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private ReplyToken AddressOf(in Packet request) => _replyAddressing is null ? request.ReplyToken : _replyAddressing.AddressOf(request);
 
     public void SendToStage(string nodeId, long stageId, string msgId, Payload payload) =>
-        _server.SendOneWay(nodeId, stageId, msgId, payload.Move("mesh"), StageId);
+        _server.SendOneWay(nodeId, stageId, msgId, _meshSends.Wrap(payload), StageId);
 
     public Task<Response> RequestToStage(string nodeId, long stageId, string msgId, Payload payload, TimeSpan? timeout = null) =>
-        _server.RequestAsync(nodeId, stageId, msgId, payload.Move("mesh"), timeout, this, SystemOp.None, stageType: null);
+        _server.RequestAsync(nodeId, stageId, msgId, _meshSends.Wrap(payload), timeout, this, SystemOp.None, stageType: null);
 
     public void RequestToStage(string nodeId, long stageId, string msgId, Payload payload, Action<Response> callback, TimeSpan? timeout = null) =>
-        _server.RequestWithCallback(nodeId, stageId, msgId, payload.Move("mesh"), callback, timeout, this);
+        _server.RequestWithCallback(nodeId, stageId, msgId, _meshSends.Wrap(payload), callback, timeout, this);
 
     public void SendToApi(string nodeId, string msgId, Payload payload) => SendToStage(nodeId, 0, msgId, payload);
 

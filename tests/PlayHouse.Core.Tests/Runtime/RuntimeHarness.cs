@@ -195,6 +195,18 @@ internal sealed class LifecycleRecorder : RuntimeObserver
 
     public override void OnHandlerExited(string nodeId, long stageId) => _activeByStage[stageId]--;
 
+    /// <summary>The next mailbox post's hook throws (a faulty diagnostics hook), once.</summary>
+    public bool ThrowOnNextMailboxPost { get; set; }
+
+    public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength, int externalLength)
+    {
+        if (ThrowOnNextMailboxPost)
+        {
+            ThrowOnNextMailboxPost = false;
+            throw new InvalidOperationException($"hook fault on a post to stage {stageId}");
+        }
+    }
+
     public List<(long StageId, StageWorkKind Kind, string? MsgId, Exception Error)> Failures { get; } = [];
 
     public override void OnHandlerFailed(string nodeId, long stageId, StageWorkKind kind, string? msgId, Exception error) =>

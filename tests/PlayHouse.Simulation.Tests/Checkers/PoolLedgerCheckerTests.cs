@@ -132,3 +132,38 @@ public sealed class PoolLedgerCheckerTests
         Assert.Equal(0, checker.PoolCount);
     }
 }
+
+/// <summary>Ownership faults are violations of the pool ledger from the moment a pool detects them.</summary>
+public sealed class PoolLedgerFaultTests
+{
+    private readonly FakeTimeProvider _clock = new();
+
+    [Fact]
+    public void OwnershipFault_IsRecordedWithThePoolAndBuffer_EvenWhenItsExceptionIsCaught()
+    {
+        var checker = new PoolLedgerChecker(_clock);
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, OnOwnershipFault = f => checker.OnOwnershipFault("play-1", f) });
+        var payload = pool.Rent(40, "relay");
+        var stale = payload;
+        payload.Dispose();
+
+        PoolOwnershipException? caught = null;
+        try
+        {
+            _ = stale.Span.Length;
+        }
+        catch (PoolOwnershipException e)
+        {
+            // A stage that catches a handler's exception: the fault must not vanish with it.
+            caught = e;
+        }
+
+        var violation = Assert.Single(checker.Violations);
+        Assert.StartsWith($"pool 'play-1': ownership fault: Cannot read buffer #{payload.BufferId}", violation.Message, StringComparison.Ordinal);
+        Assert.Contains("(last owner 'relay')", violation.Message, StringComparison.Ordinal);
+        Assert.True(checker.HasRecorded(caught));
+        Assert.True(checker.HasRecorded(new AggregateException(new InvalidOperationException("wrapper", caught))));
+        Assert.False(checker.HasRecorded(new PoolOwnershipException("another fault")));
+        Assert.Equal(1, checker.OwnershipFaults);
+    }
+}
