@@ -92,10 +92,12 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
         // Real sockets are not replayable, so only run (not replay) takes a substrate.
         var mode = replay ? null : TcpCommands.ModeOption();
         var timeLimit = replay ? null : TcpCommands.TimeLimitOption();
-        if (mode is not null && timeLimit is not null)
+        var tlsOption = replay ? null : TcpCommands.TlsOption();
+        if (mode is not null && timeLimit is not null && tlsOption is not null)
         {
             command.Options.Add(mode);
             command.Options.Add(timeLimit);
+            command.Options.Add(tlsOption);
         }
 
         command.SetAction(parse =>
@@ -106,8 +108,16 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
             var runSeed = parse.GetValue(seed) ?? FreshSeed.Next();
             var tracePath = parse.GetValue(trace);
             var jsonPath = parse.GetValue(json);
-            var tcp = mode is not null && parse.GetValue(mode) == TcpCommands.TcpMode;
+            var modeName = mode is null ? TcpCommands.SimMode : parse.GetValue(mode);
+            var webSocket = modeName == TcpCommands.WebSocketMode;
+            var tcp = modeName == TcpCommands.TcpMode || webSocket;
+            var tls = tlsOption is not null && parse.GetValue(tlsOption);
             var limitSeconds = timeLimit is null ? null : parse.GetValue(timeLimit);
+            if (!tcp && tls)
+            {
+                throw new UsageException("--tls needs --mode tcp (TCP+TLS clients) or --mode ws (wss:// clients); the simulation has no TLS.");
+            }
+
             if (tcp && tracePath is not null)
             {
                 throw new UsageException("--trace needs --mode sim: a TCP run has no event trace (threads, not a simulated schedule, order its events).");
@@ -120,13 +130,13 @@ internal sealed class CliCommands(IRunView view, IWallClock clock, CancellationT
 
             if (!tcp && limitSeconds is not null)
             {
-                throw new UsageException("--time-limit-s applies to --mode tcp; a simulated run's limit is virtual time (--set virtualTimeLimitMs=...).");
+                throw new UsageException("--time-limit-s applies to --mode tcp and ws; a simulated run's limit is virtual time (--set virtualTimeLimitMs=...).");
             }
 
             if (tcp)
             {
                 using var tcpJson = jsonPath is null ? null : OpenWriter(jsonPath, "--json");
-                return _tcp.RunTcp(instance, options, runSeed, limitSeconds, jsonPath, tcpJson);
+                return _tcp.RunTcp(instance, options, runSeed, limitSeconds, jsonPath, tcpJson, webSocket, tls);
             }
 
             // Open both files before running, so a bad path is a usage error and not a lost run.

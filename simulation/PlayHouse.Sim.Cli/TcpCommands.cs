@@ -24,6 +24,9 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
 
     public const string TcpMode = "tcp";
 
+    /// <summary>Real sockets with every client over WebSocket (Kestrel's <c>/ws</c> in front of each play server).</summary>
+    public const string WebSocketMode = "ws";
+
     public const int TimeLimitSecondsDefault = 60;
 
     /// <summary>The clock of every real-socket command.</summary>
@@ -39,9 +42,14 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
 
     public static Option<string> ModeOption() => new Option<string>("--mode")
     {
-        Description = "Where the scenario runs: sim (the deterministic simulation, replayable) or tcp (real sockets on loopback, the same checkers; not bit-replayable).",
+        Description = "Where the scenario runs: sim (the deterministic simulation, replayable), tcp (real sockets on loopback, the same checkers; not bit-replayable) or ws (real sockets, every client over WebSocket on /ws of a Kestrel port per play server).",
         DefaultValueFactory = _ => SimMode,
-    }.AcceptOnlyFromAmong(SimMode, TcpMode);
+    }.AcceptOnlyFromAmong(SimMode, TcpMode, WebSocketMode);
+
+    public static Option<bool> TlsOption() => new("--tls")
+    {
+        Description = "tcp and ws modes only: clients reach the servers over TLS (TCP+TLS, or wss://) with a self-signed certificate made for the run.",
+    };
 
     public static Option<int?> TimeLimitOption() => new("--time-limit-s")
     {
@@ -52,7 +60,7 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
     /// Runs <paramref name="scenario"/> over loopback TCP and prints the banner, what the run ignores, the report and,
     /// on failure, the command that reruns the same options.
     /// </summary>
-    public int RunTcp(IScenario scenario, SimOptions options, ulong seed, int? timeLimitSeconds, string? jsonPath, TextWriter? json)
+    public int RunTcp(IScenario scenario, SimOptions options, ulong seed, int? timeLimitSeconds, string? jsonPath, TextWriter? json, bool webSocket = false, bool tls = false)
     {
         ArgumentNullException.ThrowIfNull(scenario);
         ArgumentNullException.ThrowIfNull(options);
@@ -67,9 +75,10 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
             throw new UsageException($"Scenario '{scenario.Name}' has no TCP shape. Scenarios with one: {string.Join(", ", ScenarioCatalog.Names.Where(n => SupportsTcp(ScenarioCatalog.Create(n))))}.");
         }
 
-        view.Line(string.Create(CultureInfo.InvariantCulture, $"{options.ToBanner(seed)} substrate={TcpMode} time-limit-s={seconds}"));
+        var settings = new TcpRunSettings { Time = WallTime, TimeLimit = TimeSpan.FromSeconds(seconds), Seed = seed, WebSocket = webSocket, Tls = tls };
+        view.Line(string.Create(CultureInfo.InvariantCulture, $"{options.ToBanner(seed)} substrate={TcpMode} transport={settings.TransportName} time-limit-s={seconds}"));
         view.Line($"tcp.ignores={string.Join(',', TcpScenarioRunner.IgnoredOptionKeys)} (loopback is the network; of the fault plan only Disconnect and Reconnect steps apply, placed by workload progress)");
-        var report = RunBlocking(() => TcpScenarioRunner.RunAsync(scenario, options, new TcpRunSettings { Time = WallTime, TimeLimit = TimeSpan.FromSeconds(seconds), Seed = seed }, stop));
+        var report = RunBlocking(() => TcpScenarioRunner.RunAsync(scenario, options, settings, stop));
         if (json is not null)
         {
             json.Write(report.ToJson());
@@ -84,7 +93,7 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
 
         if (!report.Passed)
         {
-            view.Line($"replay={SimCli.ReplayPrefix} {ReplayArguments(scenario, options, seed, timeLimitSeconds)}");
+            view.Line($"replay={SimCli.ReplayPrefix} {ReplayArguments(scenario, options, seed, timeLimitSeconds, webSocket, tls)}");
             view.Line("replay-note=TCP runs are not bit-for-bit replayable (the thread pool and the kernel decide interleavings); the line reruns the same scenario, options and payload seed.");
         }
 
@@ -92,13 +101,13 @@ internal sealed class TcpCommands(IRunView view, CancellationToken stop)
     }
 
     /// <summary>The runner arguments of a TCP run: the scenario, <c>--mode tcp</c>, the seed, the time limit if set and every changed option.</summary>
-    internal static string ReplayArguments(IScenario scenario, SimOptions options, ulong seed, int? timeLimitSeconds)
+    internal static string ReplayArguments(IScenario scenario, SimOptions options, ulong seed, int? timeLimitSeconds, bool webSocket = false, bool tls = false)
     {
         var arguments = options.ToArguments(seed, scenario.Defaults);
         var head = $"--scenario {options.Scenario}";
         var rest = arguments.StartsWith(head, StringComparison.Ordinal) ? arguments[head.Length..] : " " + arguments;
         var limit = timeLimitSeconds is { } s ? string.Create(CultureInfo.InvariantCulture, $" --time-limit-s {s}") : string.Empty;
-        return $"{head} --mode {TcpMode}{rest}{limit}";
+        return $"{head} --mode {(webSocket ? WebSocketMode : TcpMode)}{(tls ? " --tls" : string.Empty)}{rest}{limit}";
     }
 
     public Command ServeCommand()

@@ -1,3 +1,4 @@
+using System.Net.Security;
 using System.Globalization;
 using System.Text;
 using System.Text.Json;
@@ -162,6 +163,24 @@ public sealed record TcpRunSettings
 
     /// <summary>The seed of the workload's randomness (nonces); real mode is not replayable, the seed only shapes payloads.</summary>
     public ulong Seed { get; init; } = 1;
+
+    /// <summary>Every client connects over WebSocket (<c>/ws</c> on a Kestrel port per play server) instead of TCP.</summary>
+    public bool WebSocket { get; init; }
+
+    /// <summary>
+    /// Clients authenticate the server with TLS: TCP clients connect to a TLS listener, WebSocket clients to
+    /// <c>wss://</c>. The servers use a self-signed certificate made for the run, which the clients pin.
+    /// </summary>
+    public bool Tls { get; init; }
+
+    /// <summary>The client transport as the banner names it: tcp, tls, ws or wss.</summary>
+    public string TransportName => (WebSocket, Tls) switch
+    {
+        (false, false) => "tcp",
+        (false, true) => "tls",
+        (true, false) => "ws",
+        (true, true) => "wss",
+    };
 }
 
 /// <summary>
@@ -208,11 +227,6 @@ public static class TcpScenarioRunner
         options.Validate();
         var shape = Shape.Of(scenario) ?? throw new NotSupportedException($"Scenario '{scenario.Name}' has no TCP shape; supported: {string.Join(", ", ScenarioCatalog.Names)}.");
         var ignored = IgnoredOptions(options, scenario.Defaults);
-        if (shape.WebSocketClients)
-        {
-            // Real sockets have no WebSocket transport yet: the scenario's WebSocket clients connect over TCP.
-            ignored.Add("WebSocket clients (no WebSocket transport over real sockets yet: every client runs over TCP)");
-        }
         if (shape.ForcedMode is { } mode)
         {
             if (options.Mode != mode)
@@ -261,6 +275,8 @@ public static class TcpScenarioRunner
         string? failure = null;
         var exitCode = RunExitCodes.Pass;
         TcpCluster? cluster = null;
+        WebSocketFront? front = null;
+        System.Security.Cryptography.X509Certificates.X509Certificate2? certificate = null;
         var transportCounters = new SortedDictionary<string, long>(StringComparer.Ordinal);
         try
         {
@@ -281,7 +297,8 @@ public static class TcpScenarioRunner
                 CreateDelayMs = shape.CreateDelayMs,
                 CreateFailuresPerStage = shape.CreateFailuresPerStage,
             };
-            var transportOptions = new TcpTransportOptions();
+            certificate = settings.Tls ? TlsServerOptions.CreateSelfSignedCertificate("localhost", time) : null;
+            var transportOptions = new TcpTransportOptions { Tls = settings.Tls && !settings.WebSocket ? new TlsServerOptions { Certificate = certificate! } : null };
             cluster = new TcpClusterBuilder()
                 .WithNodeIds(shape.PlayServerIds ?? [])
                 .WithPlayServers(options.PlayServers)
@@ -321,6 +338,20 @@ public static class TcpScenarioRunner
             limit.CancelAfter(settings.TimeLimit);
             var rooms = await PrepareAsync(shape, cluster, options, scenarioChecker).WaitAsync(limit.Token).ConfigureAwait(false);
 
+            // The mixed-transports scenario alternates TCP and WebSocket clients, as its simulated twin does.
+            if (settings.WebSocket || shape.WebSocketClients)
+            {
+                front = await WebSocketFront.StartAsync(cluster, settings.WebSocket ? certificate : null, limit.Token).ConfigureAwait(false);
+            }
+
+            var clientTls = certificate is null ? null : new SslClientAuthenticationOptions
+            {
+                TargetHost = "localhost",
+                RemoteCertificateValidationCallback = (_, presented, _, _) => presented is not null && presented.GetCertHashString() == certificate.GetCertHashString(),
+            };
+            var webSocketFront = front;
+            TcpClientConnector OverTcp(TcpCluster c) => (nodeId, o) => c.ConnectClientAsync(nodeId, o with { Tls = transportOptions.Tls is null ? null : clientTls });
+            TcpClientConnector OverWebSocket(TcpCluster c, bool secure) => (nodeId, o) => TcpPlayClient.ConnectWebSocketAsync(webSocketFront!.AddressOf(nodeId), o with { Pool = c.ClientPool, Time = c.Time, Tls = secure ? clientTls : null });
             var play = cluster.PlayServers.Select(n => n.NodeId).ToList();
             for (var i = 0; i < options.Clients; i++)
             {
@@ -329,7 +360,10 @@ public static class TcpScenarioRunner
                 var (nodeId, roomId) = rooms.Count > 0 ? rooms[i % rooms.Count]
                     : shape.PlayServerIds is not null ? (play[i % play.Count], stageId)
                     : (play[(int)((stageId - 1) % play.Count)], stageId);
-                drivers.Add(new TcpWorkloadDriver(cluster, nodeId, i + 1L, roomId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt));
+                var connector = settings.WebSocket ? OverWebSocket(cluster, settings.Tls)
+                    : shape.WebSocketClients && i % 2 == 1 ? OverWebSocket(cluster, secure: false)
+                    : OverTcp(cluster);
+                drivers.Add(new TcpWorkloadDriver(cluster, nodeId, i + 1L, roomId, shape.RequestMsgId, context, rtt, rttGate, workload.Rtt, connector));
             }
 
             await Task.WhenAll(drivers.Select(d => d.StartAsync())).WaitAsync(limit.Token).ConfigureAwait(false);
@@ -400,10 +434,17 @@ public static class TcpScenarioRunner
         }
         finally
         {
+            if (front is not null)
+            {
+                await front.DisposeAsync().ConfigureAwait(false);
+            }
+
             if (cluster is not null)
             {
                 await cluster.DisposeAsync().ConfigureAwait(false);
             }
+
+            certificate?.Dispose();
         }
 
         // As in simulation, a safety violation outranks a liveness one: it is the more specific finding.

@@ -8,6 +8,9 @@ using PlayHouse.Transport.Tcp;
 
 namespace PlayHouse.Sim.Tcp;
 
+/// <summary>Connects one workload client to a play server (over TCP, TLS or WebSocket).</summary>
+public delegate Task<TcpPlayClient> TcpClientConnector(string nodeId, TcpPlayClientOptions options);
+
 /// <summary>
 /// The benchmark client of the workload scenarios over real sockets: the TCP twin of <c>WorkloadDriver</c>.
 /// Authenticate, then keep <c>InFlight</c> requests (or sends answered by pushes) going until the count is done,
@@ -24,6 +27,7 @@ namespace PlayHouse.Sim.Tcp;
 internal sealed class TcpWorkloadDriver
 {
     private readonly TcpCluster _cluster;
+    private readonly TcpClientConnector _connect;
     private readonly string _nodeId;
     private readonly string _requestMsgId;
     private readonly ScenarioContext _context;
@@ -55,9 +59,10 @@ internal sealed class TcpWorkloadDriver
     private bool _stopped;
     private int _asyncLoops;
 
-    public TcpWorkloadDriver(TcpCluster cluster, string nodeId, long clientId, long stageId, string requestMsgId, ScenarioContext context, LatencyHistogram rtt, Lock rttGate, RttTrackerChecker? rttChecker = null)
+    public TcpWorkloadDriver(TcpCluster cluster, string nodeId, long clientId, long stageId, string requestMsgId, ScenarioContext context, LatencyHistogram rtt, Lock rttGate, RttTrackerChecker? rttChecker = null, TcpClientConnector? connect = null)
     {
         _cluster = cluster;
+        _connect = connect ?? ((node, options) => cluster.ConnectClientAsync(node, options));
         _nodeId = nodeId;
         _requestMsgId = requestMsgId;
         _context = context;
@@ -206,9 +211,9 @@ internal sealed class TcpWorkloadDriver
         TcpPlayClient client;
         try
         {
-            client = await _cluster.ConnectClientAsync(_nodeId, new TcpPlayClientOptions { RequestTimeout = TimeSpan.FromMilliseconds(_context.Options.RequestTimeoutMs), InFlightMax = Math.Max(2, _context.Options.InFlight + 1) }).ConfigureAwait(false);
+            client = await _connect(_nodeId, new TcpPlayClientOptions { RequestTimeout = TimeSpan.FromMilliseconds(_context.Options.RequestTimeoutMs), InFlightMax = Math.Max(2, _context.Options.InFlight + 1) }).ConfigureAwait(false);
         }
-        catch (System.Net.Sockets.SocketException)
+        catch (Exception e) when (e is System.Net.Sockets.SocketException or System.Net.WebSockets.WebSocketException or System.Security.Authentication.AuthenticationException or IOException)
         {
             lock (_gate)
             {
