@@ -390,6 +390,17 @@ public static class TcpScenarioRunner
                 driver.Stop();
             }
 
+            // A closed client returns its receive buffer when its last read completes, which over TLS and WebSocket
+            // (a close handshake) can come after the server's side is done; the client pool is judged after that.
+            try
+            {
+                await Task.WhenAll(drivers.Select(d => d.ClientFinished)).WaitAsync(TimeSpan.FromSeconds(10), time, CancellationToken.None).ConfigureAwait(false);
+            }
+            catch (TimeoutException)
+            {
+                // The pool ledger then names what is still out.
+            }
+
             foreach (var node in cluster.PlayServers)
             {
                 var listener = node.Listener!;

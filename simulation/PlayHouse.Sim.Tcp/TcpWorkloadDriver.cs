@@ -149,6 +149,18 @@ internal sealed class TcpWorkloadDriver
         return ConnectAndAuthenticateAsync();
     }
 
+    /// <summary>Completes when the current client (if any) has closed and returned every buffer to the client pool.</summary>
+    public Task ClientFinished
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _client?.Closed ?? Task.CompletedTask;
+            }
+        }
+    }
+
     public void Stop()
     {
         TcpPlayClient? client;
