@@ -68,6 +68,39 @@ public sealed class WrappingRequestIdTests
     }
 
     [Fact]
+    public void WrappingIds_TheTimeoutArmedForARequestSentOverAHeldId_LaterCancelsANewerRequest()
+    {
+        using var pair = new ApiPair(wrapping: true);
+
+        // At 0 s request 0 takes id 1 and loses its reply; at 10 s the id comes round again, and the request sent over
+        // it completes request 0 while the timeout armed for it (due at 40 s) stays keyed by id 1.
+        var held = pair.Request(0);
+        pair.Clock.Advance(TimeSpan.FromSeconds(10));
+        pair.RequestAll(1, 65_534);
+        var sentOverHeld = pair.Request(65_535);
+        pair.Executor.RunUntilIdle();
+        held.IsCompleted.ShouldBeTrue();
+        sentOverHeld.IsCompleted.ShouldBeFalse();
+
+        // At 20 s id 1 comes round once more, for a request whose own timeout is due at 50 s.
+        pair.Clock.Advance(TimeSpan.FromSeconds(10));
+        pair.RequestAll(65_536, 65_534);
+        var newer = pair.Request(-1);
+        pair.Executor.RunUntilIdle();
+        pair.Clock.Advance(TimeSpan.FromSeconds(20));
+        pair.Executor.RunUntilIdle();
+
+        newer.IsCompleted.ShouldBeTrue();
+        using (var response = ApiPair.Completed(newer))
+        {
+            response.ErrorCode.ShouldBe(ErrorCodes.RequestTimeout);
+        }
+
+        sentOverHeld.IsCompleted.ShouldBeFalse();
+        ApiPair.Completed(held).Dispose();
+    }
+
+    [Fact]
     public void WrappingIds_WithNoReplyLost_PassEveryCheckerDespiteTheWrap()
     {
         // The wrap alone is harmless: with every reply arriving, no id is ever held twice.
@@ -102,7 +135,7 @@ public sealed class WrappingRequestIdTests
         Overrides = new WrappingRequestIdTwin().Profile.Overrides,
     }.ToOptions();
 
-    /// <summary>Two API servers on a manual executor: "a" requests "b", whose handler echoes every value but 0.</summary>
+    /// <summary>Two API servers on a manual executor and clock: "a" requests "b", whose handler echoes every value above 0.</summary>
     private sealed class ApiPair : IDisposable
     {
         private readonly ApiServer _a;
@@ -112,13 +145,13 @@ public sealed class WrappingRequestIdTests
         public ApiPair(bool wrapping)
         {
             var parts = wrapping ? NodeParts.Standard.WithWrappingRequestIds() : NodeParts.Standard;
-            var seams = new NodeSeams(new FakeTimeProvider(), Executor, new Xoshiro256StarStar(1), _pool) { Parts = parts };
+            var seams = new NodeSeams(Clock, Executor, new Xoshiro256StarStar(1), _pool) { Parts = parts };
             var options = new ServerOptions { RequestTimeout = TimeSpan.FromSeconds(30), PendingRequestsMax = 100_000 };
             _a = new ApiServer("api-a", seams, options);
             _b = new ApiServer("api-b", seams, options);
             _b.Handle("Echo", (link, packet) =>
             {
-                if (BitConverter.ToInt32(packet.Payload.Span) != 0)
+                if (BitConverter.ToInt32(packet.Payload.Span) > 0)
                 {
                     link.Reply(packet, "Echo", link.Pool.Copy(packet.Payload.Span, "test"));
                 }
@@ -129,6 +162,28 @@ public sealed class WrappingRequestIdTests
         }
 
         public ManualExecutor Executor { get; } = new();
+
+        public FakeTimeProvider Clock { get; } = new();
+
+        /// <summary>Sends <paramref name="count"/> requests from <paramref name="first"/> on, each answered, and runs them all.</summary>
+        public void RequestAll(int first, int count)
+        {
+            var tasks = new List<Task<Response>>(count);
+            for (var i = 0; i < count; i++)
+            {
+                tasks.Add(Request(first + i));
+                if (i % 1_000 == 999)
+                {
+                    Executor.RunUntilIdle();
+                }
+            }
+
+            Executor.RunUntilIdle();
+            foreach (var task in tasks)
+            {
+                Completed(task).Dispose();
+            }
+        }
 
         /// <summary>The response of a task the manual executor has completed (it never blocks).</summary>
         public static Response Completed(Task<Response> task)
