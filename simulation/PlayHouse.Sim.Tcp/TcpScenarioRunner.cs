@@ -1,5 +1,5 @@
-using System.Net.Security;
 using System.Globalization;
+using System.Net.Security;
 using System.Text;
 using System.Text.Json;
 using PlayHouse.Core.Pooling;
