@@ -149,6 +149,22 @@ public sealed class TransportConformanceTests
 
     [Theory]
     [MemberData(nameof(SecureAndWebSocketKinds))]
+    public async Task RequestBeforeAuthentication_OverEachTransport_TheServerClosesTheSessionAndTheClientSeesIt(ClientKind kind)
+    {
+        await using var server = await StartAsync();
+        var stageId = await CreateStageAsync(server);
+        await using var client = await StreamPlayClient.ConnectAsync(server, kind);
+
+        await client.SendRawAsync(StreamPlayClient.Encode(nameof(EchoRequest), 1, stageId, Bytes(new EchoRequest { Content = "too early" })));
+        await client.Closed.WaitAsync(TimeSpan.FromSeconds(10));
+        await WaitUntilAsync(() => server.Sessions.Count == 0);
+
+        Assert.Equal(1, CountersOf(server, kind).Closed(SessionCloseReason.ClosedByServer));
+        Assert.Equal(0, CountersOf(server, kind).CallbackFaults);
+    }
+
+    [Theory]
+    [MemberData(nameof(SecureAndWebSocketKinds))]
     public async Task GarbageFrame_OverEachTransport_ClosesOnlyThatSessionAsMalformed(ClientKind kind)
     {
         await using var server = await StartAsync();
