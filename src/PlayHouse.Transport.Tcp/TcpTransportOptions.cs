@@ -30,7 +30,7 @@ public sealed record TcpTransportOptions
     /// <summary>How often one timer per listener checks every session's timeouts (no timer per session).</summary>
     public TimeSpan SweepInterval { get; init; } = TimeSpan.FromMilliseconds(500);
 
-    /// <summary>Open sessions before new connections are accepted and closed at once (counted).</summary>
+    /// <summary>Open sessions of one listener (and, with TLS, handshakes under way) before new connections are closed at once (counted).</summary>
     public int MaxConnections { get; init; } = 10_000;
 
     /// <summary>Disables Nagle's algorithm on every session socket, as game traffic wants.</summary>

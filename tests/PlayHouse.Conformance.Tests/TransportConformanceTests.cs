@@ -251,6 +251,23 @@ public sealed class TransportConformanceTests
     }
 
     [Theory]
+    [MemberData(nameof(SecureAndWebSocketKinds))]
+    public async Task ConnectionPastTheCap_OverEachTransport_IsRefusedAndCounted_WhileTheOpenSessionKeepsWorking(ClientKind kind)
+    {
+        await using var server = await StartAsync(t => t with { MaxConnections = 1 });
+        var stageId = await CreateStageAsync(server);
+        await using var admitted = await AuthenticatedAsync(server, kind, stageId);
+
+        var refusedClosed = await ConnectsThenIsCutOffAsync(server, kind);
+        var echo = await admitted.RequestAsync(nameof(EchoRequest), stageId, Bytes(new EchoRequest { Content = "still in" }));
+
+        Assert.True(refusedClosed, "the connection past the cap was kept open");
+        Assert.Equal(1, CountersOf(server, kind).ConnectionsRefusedAtLimit);
+        Assert.Equal(1, CountersOf(server, kind).ConnectionsAccepted);
+        Assert.Equal("still in", EchoReply.Parser.ParseFrom(echo!.Payload).Content);
+    }
+
+    [Theory]
     [InlineData(ClientKind.WebSocket)]
     [InlineData(ClientKind.SecureWebSocket)]
     public async Task TextMessage_OverWebSocket_ClosesTheSessionAsMalformed(ClientKind kind)
@@ -281,6 +298,36 @@ public sealed class TransportConformanceTests
         Assert.True(cutOff, "the server kept the connection open");
         Assert.Equal(1, server.TlsCounters!.TlsHandshakeFailures);
         Assert.Equal(1, server.TlsCounters.ConnectionsAccepted);
+    }
+
+    /// <summary>
+    /// True when a connection over <paramref name="kind"/> is cut off by the server within 10 s: a TLS connection past
+    /// the cap is reset before its handshake ends, a WebSocket is aborted right after its upgrade.
+    /// </summary>
+    private static async Task<bool> ConnectsThenIsCutOffAsync(ConformanceServer server, ClientKind kind)
+    {
+        StreamPlayClient client;
+        try
+        {
+            client = await StreamPlayClient.ConnectAsync(server, kind);
+        }
+        catch (Exception e) when (e is IOException or System.Net.Sockets.SocketException or System.Net.WebSockets.WebSocketException or System.Security.Authentication.AuthenticationException)
+        {
+            return true;
+        }
+
+        await using (client)
+        {
+            try
+            {
+                await client.Closed.WaitAsync(TimeSpan.FromSeconds(10));
+                return true;
+            }
+            catch (TimeoutException)
+            {
+                return false;
+            }
+        }
     }
 
     /// <summary>True when the server ends the stream (EOF or reset) within 10 s, whatever it sent before.</summary>
