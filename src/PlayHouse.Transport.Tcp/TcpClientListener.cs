@@ -352,47 +352,48 @@ public sealed class TcpClientListener : IDisposable
         Interlocked.Increment(ref _handshakes);
         var remote = socket.RemoteEndPoint as IPEndPoint;
         var stream = new SslStream(new NetworkStream(socket, ownsSocket: true), leaveInnerStreamOpen: false);
-        var registered = false;
+        string? failure = null;
         try
         {
             using var timeout = new CancellationTokenSource(tls.HandshakeTimeout, Time);
             var authentication = new SslServerAuthenticationOptions { ServerCertificate = tls.Certificate, ClientCertificateRequired = false };
             await stream.AuthenticateAsServerAsync(authentication, timeout.Token).ConfigureAwait(false);
-            if (!_accepting)
+            if (_accepting)
             {
+                // Registered before the handshake slot is given back, so the cap never admits one connection too many.
+                Register(new TcpClientSession(new TlsChannel(stream, socket), ClientTransportKind.Tls, remote, this));
+                Interlocked.Decrement(ref _handshakes);
                 return;
             }
-
-            Register(new TcpClientSession(new TlsChannel(stream, socket), ClientTransportKind.Tls, remote, this));
-            registered = true;
         }
         catch (Exception e) when (e is IOException or System.Security.Authentication.AuthenticationException or OperationCanceledException or SocketException or ObjectDisposedException)
         {
             // Garbage instead of a ClientHello, a client that stalls or drops mid-handshake: no session was made.
-            Counters.AddTlsHandshakeFailure();
-            _logger.LogInformation("TLS handshake from {RemoteEndPoint} failed: {Error}", remote, e.Message);
+            failure = e.Message;
         }
         catch (Exception e)
         {
             Counters.AddCallbackFault();
             _logger.LogError(e, "Setting up a TLS session from {RemoteEndPoint} threw", remote);
         }
-        finally
-        {
-            Interlocked.Decrement(ref _handshakes);
-            if (!registered)
-            {
-                try
-                {
-                    socket.LingerState = new LingerOption(true, 0);
-                }
-                catch (Exception e) when (e is SocketException or ObjectDisposedException)
-                {
-                    // Already gone; disposing the stream below is all that is left.
-                }
 
-                await stream.DisposeAsync().ConfigureAwait(false);
-            }
+        try
+        {
+            socket.LingerState = new LingerOption(true, 0);
+        }
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
+        {
+            // Already gone; disposing the stream below is all that is left.
+        }
+
+        await stream.DisposeAsync().ConfigureAwait(false);
+
+        // The slot is free before the failure is counted, so whoever sees the count can connect at once.
+        Interlocked.Decrement(ref _handshakes);
+        if (failure is not null)
+        {
+            Counters.AddTlsHandshakeFailure();
+            _logger.LogInformation("TLS handshake from {RemoteEndPoint} failed: {Error}", remote, failure);
         }
     }
 

@@ -237,14 +237,29 @@ public sealed class TransportConformanceTests
         await using var client = await AuthenticatedAsync(server, kind, stageId);
         var request = Bytes(new LargePayloadRequest { SizeBytes = ConformanceMsgIds.LargePayloadBytes });
 
-        // 24 MiB of replies to a client that reads nothing outgrow every buffer between the server's queue and it.
+        // A client that reads nothing while it keeps asking for 1 MiB replies: the kernel and Kestrel buffers between
+        // the server's queue and it fill up, the write in flight stalls, and every later reply is refused at the cap.
+        // Replies refused while a write is still draining are dropped without a stall, so the pressure must go on.
         client.PauseReading();
-        for (ushort seq = 1; seq <= 24 && !client.Closed.IsCompleted; seq++)
+        var counters = CountersOf(server, kind);
+        for (var sent = 1; sent <= 400 && counters.Closed(SessionCloseReason.SlowReader) == 0 && !client.Closed.IsCompleted; sent++)
         {
-            await client.SendRawAsync(StreamPlayClient.Encode(nameof(LargePayloadRequest), seq, stageId, request));
+            try
+            {
+                await client.SendRawAsync(StreamPlayClient.Encode(nameof(LargePayloadRequest), (ushort)sent, stageId, request));
+            }
+            catch (Exception e) when (e is IOException or System.Net.WebSockets.WebSocketException or ObjectDisposedException)
+            {
+                // The server closed the session between the check and the send.
+                break;
+            }
+
+            await Task.Delay(TimeSpan.FromMilliseconds(10), TimeProvider.System);
         }
 
-        await WaitUntilAsync(() => CountersOf(server, kind).Closed(SessionCloseReason.SlowReader) == 1 || server.Sessions.Count == 0);
+        await WaitUntilAsync(
+            () => counters.Closed(SessionCloseReason.SlowReader) == 1 || server.Sessions.Count == 0,
+            () => $"sessions {string.Join(", ", server.Sessions.Select(x => $"{x} queued {x.QueuedBytes} refusals {x.SendRefusals}"))}; counters {string.Join(", ", counters.Snapshot())}");
 
         Assert.True(CountersOf(server, kind).SendQueueRefusals > 0);
         Assert.Equal(1, CountersOf(server, kind).Closed(SessionCloseReason.SlowReader));
@@ -415,7 +430,7 @@ public sealed class TransportConformanceTests
         }
     }
 
-    private static async Task WaitUntilAsync(Func<bool> condition)
+    private static async Task WaitUntilAsync(Func<bool> condition, Func<string>? describe = null)
     {
         // Bounded: 1000 polls of 10 ms at most.
         for (var i = 0; i < 1000 && !condition(); i++)
@@ -423,7 +438,7 @@ public sealed class TransportConformanceTests
             await Task.Delay(TimeSpan.FromMilliseconds(10), TimeProvider.System);
         }
 
-        Assert.True(condition());
+        Assert.True(condition(), describe?.Invoke());
     }
 
     private static byte[] Bytes(IMessage message) => message.ToByteArray();

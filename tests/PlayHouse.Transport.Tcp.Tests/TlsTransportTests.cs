@@ -1,6 +1,7 @@
 using System.Net.Security;
 using System.Net.Sockets;
 using System.Security.Cryptography.X509Certificates;
+using Microsoft.Extensions.Time.Testing;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 
@@ -32,17 +33,24 @@ public sealed class TlsTransportTests : IDisposable
     [Fact]
     public async Task TlsListener_ClientThatNeverHandshakes_HoldsASlotUntilTheHandshakeTimeout_ThenNoSession()
     {
-        await using var server = TestServer.Start(new TcpTransportOptions
-        {
-            MaxConnections = 1,
-            Tls = new TlsServerOptions { Certificate = _certificate, HandshakeTimeout = TimeSpan.FromMilliseconds(300) },
-        });
+        // The listener runs on a manual clock, so the handshake times out exactly when the test moves time.
+        var time = new FakeTimeProvider();
+        await using var server = TestServer.Start(
+            new TcpTransportOptions
+            {
+                MaxConnections = 1,
+                Tls = new TlsServerOptions { Certificate = _certificate, HandshakeTimeout = TimeSpan.FromSeconds(10) },
+            },
+            transportTime: time);
         using var silent = new TcpClient();
         await silent.ConnectAsync(server.EndPoint.Address, server.EndPoint.Port);
 
         // The silent handshake holds the only slot (connections are accepted in arrival order), so a well-behaved
         // client is refused until the silent one times out.
         var probeHandshook = await TryHandshakeAsync(server);
+        await Eventually.True(() => server.Counters.ConnectionsRefusedAtLimit == 1, TestServer.Patience);
+        Assert.Equal(0, server.Counters.TlsHandshakeFailures);
+        time.Advance(TimeSpan.FromSeconds(10));
         await Eventually.True(() => server.Counters.TlsHandshakeFailures == 1, TestServer.Patience);
         using var client = await server.ConnectAuthenticatedAsync(2, options: ClientOptions());
 
