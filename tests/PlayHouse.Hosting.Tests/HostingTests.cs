@@ -7,6 +7,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 using PlayHouse.Core.Runtime;
+using PlayHouse.Sim.Tcp;
 using PlayHouse.Transport.Tcp;
 
 namespace PlayHouse.Hosting.Tests;

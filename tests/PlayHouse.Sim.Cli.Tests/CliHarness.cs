@@ -32,7 +32,7 @@ internal static class CliHarness
     /// </summary>
     public static string[] ReplayArguments(string replayCommand)
     {
-        const string ProgramPrefix = "dotnet run --project simulation/PlayHouse.Sim.Cli -c Release -- ";
+        const string ProgramPrefix = "dotnet run --project fixtures/PlayHouse.Sim.Cli -c Release -- ";
         Assert.StartsWith(ProgramPrefix, replayCommand, StringComparison.Ordinal);
         return ShellSplit(replayCommand[ProgramPrefix.Length..]);
     }

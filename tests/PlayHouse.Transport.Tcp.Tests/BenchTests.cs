@@ -1,3 +1,5 @@
+using PlayHouse.Sim.Tcp;
+
 namespace PlayHouse.Transport.Tcp.Tests;
 
 public sealed class BenchTests

@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
+using PlayHouse.Sim.Tcp;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 

@@ -1,6 +1,7 @@
 using Microsoft.Extensions.Time.Testing;
 using PlayHouse.Core.Codec;
 using PlayHouse.Core.Runtime;
+using PlayHouse.Sim.Tcp;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 

@@ -4,6 +4,7 @@ using K4os.Compression.LZ4;
 using PlayHouse.Core.Codec;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
+using PlayHouse.Sim.Tcp;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 

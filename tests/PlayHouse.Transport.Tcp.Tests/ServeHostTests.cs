@@ -1,6 +1,7 @@
 using System.Net;
 using System.Text.RegularExpressions;
 using PlayHouse.Core.Runtime;
+using PlayHouse.Sim.Tcp;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 

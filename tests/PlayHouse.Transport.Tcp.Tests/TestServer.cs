@@ -5,6 +5,7 @@ using Microsoft.Extensions.Logging;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
+using PlayHouse.Sim.Tcp;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 

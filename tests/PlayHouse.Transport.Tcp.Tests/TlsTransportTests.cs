@@ -2,6 +2,7 @@ using System.Net.Security;
 using System.Net.Sockets;
 using System.Security.Cryptography.X509Certificates;
 using Microsoft.Extensions.Time.Testing;
+using PlayHouse.Sim.Tcp;
 
 namespace PlayHouse.Transport.Tcp.Tests;
 

@@ -2,9 +2,8 @@ namespace PlayHouse.Simulation.Clients;
 
 /// <summary>
 /// Round-trip tracking of one client: the client asks before each send, reports each reply, and expires
-/// requests periodically. <see cref="RttTracker"/> is the correct implementation;
-/// <see cref="Flawed.FifoRttTracker"/> models PlayHouse's original flaw (bug B1) so checkers can be shown to
-/// catch it.
+/// requests periodically. <see cref="RttTracker"/> is the correct implementation; the fixtures' flawed
+/// <c>FifoRttTracker</c> models PlayHouse's original flaw (bug B1) so checkers can be shown to catch it.
 /// </summary>
 /// <remarks>Not thread-safe; one tracker per client.</remarks>
 public interface IRttTracker

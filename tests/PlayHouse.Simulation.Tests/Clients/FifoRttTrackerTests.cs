@@ -1,5 +1,5 @@
+using PlayHouse.Fixtures.Flawed.Rtt;
 using PlayHouse.Simulation.Clients;
-using PlayHouse.Simulation.Clients.Flawed;
 using PlayHouse.Simulation.Metrics;
 
 namespace PlayHouse.Simulation.Tests.Clients;
