@@ -33,6 +33,8 @@ public sealed class TcpTransportCounters
     private long _sendBytesDroppedAtClose;
     private long _sendQueueHighWaterBytes;
     private long _framesCompressed;
+    private long _tlsHandshakeFailures;
+    private long _webSocketTextMessages;
 
     /// <summary>Connections accepted and turned into sessions.</summary>
     public long ConnectionsAccepted => Volatile.Read(ref _accepted);
@@ -80,6 +82,12 @@ public sealed class TcpTransportCounters
 
     /// <summary>Frames sent LZ4-compressed (OriginalSize above 0).</summary>
     public long FramesCompressed => Volatile.Read(ref _framesCompressed);
+
+    /// <summary>TLS connections closed before they became sessions: the handshake failed or did not finish within its timeout.</summary>
+    public long TlsHandshakeFailures => Volatile.Read(ref _tlsHandshakeFailures);
+
+    /// <summary>WebSocket sessions closed as malformed because the client sent a text message (PlayHouse frames travel in binary messages).</summary>
+    public long WebSocketTextMessages => Volatile.Read(ref _webSocketTextMessages);
 
     /// <summary>Frames refused because the connection had already closed.</summary>
     public long SendsRefusedClosed => Volatile.Read(ref _sendsRefusedClosed);
@@ -135,6 +143,8 @@ public sealed class TcpTransportCounters
             new(nameof(SendQueueHighWaterBytes), SendQueueHighWaterBytes),
             new(nameof(SendQueueRefusals), SendQueueRefusals),
             new(nameof(SendsRefusedClosed), SendsRefusedClosed),
+            new(nameof(TlsHandshakeFailures), TlsHandshakeFailures),
+            new(nameof(WebSocketTextMessages), WebSocketTextMessages),
         };
         foreach (var reason in Enum.GetValues<SessionCloseReason>())
         {
@@ -203,6 +213,10 @@ public sealed class TcpTransportCounters
     internal void AddRefusedWhileStopping() => Interlocked.Increment(ref _refusedWhileStopping);
 
     internal void AddSendBytesDroppedAtClose(long bytes) => Interlocked.Add(ref _sendBytesDroppedAtClose, bytes);
+
+    internal void AddTlsHandshakeFailure() => Interlocked.Increment(ref _tlsHandshakeFailures);
+
+    internal void AddWebSocketTextMessage() => Interlocked.Increment(ref _webSocketTextMessages);
 
     internal void AddErrorReply(ushort errorCode)
     {

@@ -23,7 +23,7 @@ public sealed class TcpCommandTests
 
         Assert.True(result.ExitCode == 0, result.ToString());
         Assert.StartsWith("SEED=5 scenario=echo ", result.Lines[0], StringComparison.Ordinal);
-        Assert.EndsWith(" substrate=tcp time-limit-s=60", result.Lines[0], StringComparison.Ordinal);
+        Assert.EndsWith(" substrate=tcp transport=tcp time-limit-s=60", result.Lines[0], StringComparison.Ordinal);
         Assert.Equal("tcp", result.Value("mode"));
         Assert.Equal("pass", result.Value("outcome"));
         Assert.Equal("80", result.Value("requests.succeeded"));
@@ -31,6 +31,23 @@ public sealed class TcpCommandTests
         Assert.Equal("pass", result.Value("checker.PoolLedger"));
         Assert.StartsWith("latencyShape,", result.Value("tcp.ignores"), StringComparison.Ordinal);
         Assert.Null(result.Value("replay"));
+    }
+
+    [Theory]
+    [InlineData("tls", "--mode", "tcp", "--tls")]
+    [InlineData("ws", "--mode", "ws")]
+    [InlineData("wss", "--mode", "ws", "--tls")]
+    public void RunTcp_OverTlsOrWebSocket_PassesWithTheTransportInTheBanner(string transport, params string[] modeArguments)
+    {
+        var result = CliHarness.Run(["run", "--scenario", "echo", "--seed", "5", "--set", "clients=4", "requestsPerClient=20", .. modeArguments]);
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.EndsWith($" substrate=tcp transport={transport} time-limit-s=60", result.Lines[0], StringComparison.Ordinal);
+        Assert.Equal("pass", result.Value("outcome"));
+        Assert.Equal("80", result.Value("requests.succeeded"));
+        Assert.Equal("4", result.Value("tcp.ConnectionsAccepted"));
+        Assert.Null(result.Value("tcp.CallbackFaults"));
+        Assert.Equal("pass", result.Value("checker.PoolLedger"));
     }
 
     [Fact]
@@ -107,6 +124,7 @@ public sealed class TcpCommandTests
     [InlineData("'tcp'", "run", "--scenario", "echo", "--mode", "udp")]
     [InlineData("--mode sim", "run", "--scenario", "echo", "--mode", "tcp", "--trace", "trace.txt")]
     [InlineData("--mode tcp", "run", "--scenario", "echo", "--time-limit-s", "5")]
+    [InlineData("--tls needs --mode tcp", "run", "--scenario", "echo", "--tls")]
     [InlineData("at least 1", "run", "--scenario", "echo", "--mode", "tcp", "--time-limit-s", "0")]
     [InlineData("--mode", "replay", "--scenario", "echo", "--seed", "1", "--trace", "t.txt", "--mode", "tcp")]
     [InlineData("echo, send-push", "serve", "--scenario", "nope")]
