@@ -96,7 +96,7 @@ public sealed class ListAndBenchTests
         Assert.True(result.Lines.ToList().FindIndex(l => l.StartsWith("curve.20=", StringComparison.Ordinal)) < result.Lines.ToList().FindIndex(l => l.StartsWith("curve.40=", StringComparison.Ordinal)), result.ToString());
         Assert.Contains(" roundTrips:60 ", small, StringComparison.Ordinal);
         Assert.Contains(" roundTrips:120 ", large, StringComparison.Ordinal);
-        foreach (var field in new[] { "wallSeconds:", "events:", "gcHeapBytesPeak:", "workingSetBytesPeak:", "gen2:" })
+        foreach (var field in new[] { "wallSeconds:", "events:", "cpuSeconds:", "cpuMicrosecondsPerEvent:", "gcHeapBytesPeak:", "workingSetBytesPeak:", "gen2:" })
         {
             Assert.Contains(field, large, StringComparison.Ordinal);
         }
