@@ -82,4 +82,45 @@ public sealed class ListAndBenchTests
         Assert.NotNull(result.Value("scale.virtualSeconds"));
         Assert.Contains("lossPercent=1 ", result.Lines[0], StringComparison.Ordinal);
     }
+
+    [Fact]
+    public void BenchScale_ClientsList_RunsEachPointSmallestFirstWithEventsAndMemory()
+    {
+        var result = CliHarness.Run("bench", "scale", "--clients", "40,20", "--set", "requestsPerClient=3");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        var small = result.Value("curve.20");
+        var large = result.Value("curve.40");
+        Assert.NotNull(small);
+        Assert.NotNull(large);
+        Assert.True(result.Lines.ToList().FindIndex(l => l.StartsWith("curve.20=", StringComparison.Ordinal)) < result.Lines.ToList().FindIndex(l => l.StartsWith("curve.40=", StringComparison.Ordinal)), result.ToString());
+        Assert.Contains(" roundTrips:60 ", small, StringComparison.Ordinal);
+        Assert.Contains(" roundTrips:120 ", large, StringComparison.Ordinal);
+        foreach (var field in new[] { "wallSeconds:", "events:", "cpuSeconds:", "cpuMicrosecondsPerEvent:", "gcHeapBytesPeak:", "workingSetBytesPeak:", "gen2:" })
+        {
+            Assert.Contains(field, large, StringComparison.Ordinal);
+        }
+
+        Assert.EndsWith("outcome:pass", large, StringComparison.Ordinal);
+        Assert.Equal("20", result.Value("warmUp.clients"));
+        Assert.Equal("pass", result.Value("warmUp.outcome"));
+
+        // Only the 10,000 x 100 shape has a budget.
+        Assert.Null(result.Value("budget.scaleWallSeconds"));
+    }
+
+    [Theory]
+    [InlineData("1000,x")]
+    [InlineData("0")]
+    [InlineData("1000,,2000")]
+    public void BenchScale_BadClientsList_Exits64WithOneLine(string clients)
+    {
+        var result = CliHarness.Run("bench", "scale", "--clients", clients);
+
+        Assert.Equal(SimCli.UsageErrorExitCode, result.ExitCode);
+        var lines = result.Error.Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(lines.Length == 1, result.ToString());
+        Assert.StartsWith("error: --clients takes client counts of at least 1", lines[0], StringComparison.Ordinal);
+        Assert.DoesNotContain("curve.", result.Output, StringComparison.Ordinal);
+    }
 }
