@@ -1,6 +1,8 @@
 using System.Collections.Concurrent;
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
+using System.Net.WebSockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using PlayHouse.Core.Codec;
@@ -15,7 +17,11 @@ public readonly record struct SessionClosedInfo(long SessionId, IPEndPoint? Remo
 /// Accepts client connections for one <see cref="PlayServer"/> and runs a <see cref="TcpClientSession"/> for each.
 /// Accepting is a completion callback (no accept task); one timer per listener sweeps every session's idle, frame
 /// and slow-reader timeouts (no timer per session). Beyond <see cref="TcpTransportOptions.MaxConnections"/> open
-/// sessions, new connections are closed at once and counted.
+/// sessions (and TLS handshakes under way), new connections are closed at once and counted.
+/// <para>With <see cref="TcpTransportOptions.Tls"/> set, each accepted connection is a TLS server stream first.
+/// <see cref="ServeWebSocketAsync"/> takes WebSockets an HTTP server accepted (Kestrel's <c>/ws</c>). Sessions of
+/// every transport get their ids from the one <see cref="PlayServer"/>, so ids are unique across transports and
+/// listeners.</para>
 /// </summary>
 /// <remarks>Thread-safe.</remarks>
 public sealed class TcpClientListener : IDisposable
@@ -29,6 +35,7 @@ public sealed class TcpClientListener : IDisposable
     private ITimer? _sweepTimer;
     private volatile bool _accepting;
     private volatile bool _draining;
+    private int _handshakes;
     private bool _disposed;
 
     public TcpClientListener(PlayServer server, TcpTransportOptions? options = null, ILogger? logger = null, TimeProvider? time = null)
@@ -101,12 +108,51 @@ public sealed class TcpClientListener : IDisposable
             _acceptArgs = new SocketAsyncEventArgs(unsafeSuppressExecutionContextFlow: true);
             _acceptArgs.Completed += OnAcceptCompleted;
             _accepting = true;
-            _sweepTimer = Time.CreateTimer(static s => ((TcpClientListener)s!).Sweep(), this, Options.SweepInterval, Options.SweepInterval);
+            EnsureSweepTimerLocked();
         }
 
         _logger.LogInformation("Play server {NodeId} accepting clients on {EndPoint}", Server.NodeId, LocalEndPoint);
         AcceptNext();
         return LocalEndPoint!;
+    }
+
+    /// <summary>
+    /// Serves one WebSocket as a client session (binary messages carrying PlayHouse frames) and completes when the
+    /// session has closed and returned its buffers; an HTTP handler awaits it to keep the connection. Refused (aborted
+    /// and counted) beyond <see cref="TcpTransportOptions.MaxConnections"/>, after <see cref="StopAccepting"/>, and
+    /// while draining. <paramref name="aborted"/> (the HTTP request's abort token) closes the session.
+    /// </summary>
+    public async Task ServeWebSocketAsync(WebSocket webSocket, IPEndPoint? remoteEndPoint, CancellationToken aborted = default)
+    {
+        ArgumentNullException.ThrowIfNull(webSocket);
+        TcpClientSession session;
+        lock (_gate)
+        {
+            ObjectDisposedException.ThrowIf(_disposed, this);
+            EnsureSweepTimerLocked();
+        }
+
+        if (_draining || (_listenSocket is not null && !_accepting))
+        {
+            Counters.AddRefusedAtLimit();
+            webSocket.Abort();
+            return;
+        }
+
+        if (_sessions.Count + Volatile.Read(ref _handshakes) >= Options.MaxConnections)
+        {
+            Counters.AddRefusedAtLimit();
+            webSocket.Abort();
+            return;
+        }
+
+        var channel = new WebSocketChannel(webSocket, Options.WebSocketMessageBytesMax, Options.WebSocketCloseGrace, Time, Counters);
+        session = new TcpClientSession(channel, ClientTransportKind.WebSocket, remoteEndPoint, this);
+        Register(session);
+        await using (aborted.UnsafeRegister(static s => ((TcpClientSession)s!).Close(SessionCloseReason.ConnectionReset, "the HTTP connection was aborted"), session).ConfigureAwait(false))
+        {
+            await session.Finished.ConfigureAwait(false);
+        }
     }
 
     /// <summary>Stops accepting connections; open sessions keep working.</summary>
@@ -257,7 +303,7 @@ public sealed class TcpClientListener : IDisposable
                 return;
             }
 
-            if (_sessions.Count >= Options.MaxConnections)
+            if (_sessions.Count + Volatile.Read(ref _handshakes) >= Options.MaxConnections)
             {
                 Counters.AddRefusedAtLimit();
                 socket.LingerState = new LingerOption(true, 0);
@@ -271,16 +317,14 @@ public sealed class TcpClientListener : IDisposable
                 socket.SendBufferSize = Options.SocketSendBufferBytes;
             }
 
-            var session = new TcpClientSession(socket, this);
-            _unfinished.Add(session);
-            _sessions.TryAdd(session.SessionId, session);
-            Counters.AddAccepted();
-            session.Start();
-            if (!_accepting && Volatile.Read(ref _disposed))
+            if (Options.Tls is { } tls)
             {
-                // Disposed while this connection was being set up, after CloseAll had run.
-                session.Close(SessionCloseReason.ServerStopping, "the listener was disposed");
+                // The handshake runs on its own; the accept loop goes on at once.
+                _ = HandshakeAsync(socket, tls);
+                return;
             }
+
+            Register(new TcpClientSession(socket, this));
         }
         catch (Exception e)
         {
@@ -289,6 +333,72 @@ public sealed class TcpClientListener : IDisposable
             _logger.LogError(e, "Accepting a connection on {EndPoint} threw", LocalEndPoint);
         }
     }
+
+    private void Register(TcpClientSession session)
+    {
+        _unfinished.Add(session);
+        _sessions.TryAdd(session.SessionId, session);
+        Counters.AddAccepted();
+        session.Start();
+        if (Volatile.Read(ref _disposed))
+        {
+            // Disposed while this connection was being set up, after CloseAll had run.
+            session.Close(SessionCloseReason.ServerStopping, "the listener was disposed");
+        }
+    }
+
+    private async Task HandshakeAsync(Socket socket, TlsServerOptions tls)
+    {
+        Interlocked.Increment(ref _handshakes);
+        var remote = socket.RemoteEndPoint as IPEndPoint;
+        var stream = new SslStream(new NetworkStream(socket, ownsSocket: true), leaveInnerStreamOpen: false);
+        string? failure = null;
+        try
+        {
+            using var timeout = new CancellationTokenSource(tls.HandshakeTimeout, Time);
+            var authentication = new SslServerAuthenticationOptions { ServerCertificate = tls.Certificate, ClientCertificateRequired = false };
+            await stream.AuthenticateAsServerAsync(authentication, timeout.Token).ConfigureAwait(false);
+            if (_accepting)
+            {
+                // Registered before the handshake slot is given back, so the cap never admits one connection too many.
+                Register(new TcpClientSession(new TlsChannel(stream, socket), ClientTransportKind.Tls, remote, this));
+                Interlocked.Decrement(ref _handshakes);
+                return;
+            }
+        }
+        catch (Exception e) when (e is IOException or System.Security.Authentication.AuthenticationException or OperationCanceledException or SocketException or ObjectDisposedException)
+        {
+            // Garbage instead of a ClientHello, a client that stalls or drops mid-handshake: no session was made.
+            failure = e.Message;
+        }
+        catch (Exception e)
+        {
+            Counters.AddCallbackFault();
+            _logger.LogError(e, "Setting up a TLS session from {RemoteEndPoint} threw", remote);
+        }
+
+        try
+        {
+            socket.LingerState = new LingerOption(true, 0);
+        }
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
+        {
+            // Already gone; disposing the stream below is all that is left.
+        }
+
+        await stream.DisposeAsync().ConfigureAwait(false);
+
+        // The slot is free before the failure is counted, so whoever sees the count can connect at once.
+        Interlocked.Decrement(ref _handshakes);
+        if (failure is not null)
+        {
+            Counters.AddTlsHandshakeFailure();
+            _logger.LogInformation("TLS handshake from {RemoteEndPoint} failed: {Error}", remote, failure);
+        }
+    }
+
+    private void EnsureSweepTimerLocked() =>
+        _sweepTimer ??= Time.CreateTimer(static s => ((TcpClientListener)s!).Sweep(), this, Options.SweepInterval, Options.SweepInterval);
 
     private void Sweep()
     {

@@ -7,7 +7,8 @@ using PlayHouse.Core.Runtime;
 namespace PlayHouse.Transport.Tcp;
 
 /// <summary>
-/// The server side of one client session over TCP, speaking PlayHouse's client protocol: bytes from the socket
+/// The server side of one client session over TCP, TCP+TLS or WebSocket (<see cref="Transport"/>), speaking
+/// PlayHouse's client protocol: bytes from the socket
 /// go through the client codec into the play server (which applies the authenticate-first rule and echoes
 /// heartbeats, before authentication too), and the server's frames are encoded into the session's capped send
 /// queue. A malformed frame, a truncated frame at close, an idle or half-sent frame past its timeout, and a
@@ -17,15 +18,37 @@ namespace PlayHouse.Transport.Tcp;
 /// <remarks>Thread-safe: <see cref="TrySend"/> and <see cref="Close(string)"/> are called from any executor thread.</remarks>
 public sealed class TcpClientSession : IClientConnection
 {
-    private readonly Connection _connection;
+    private readonly ISessionConnection _connection;
+    private readonly FrameSink _sink;
+    private readonly TaskCompletionSource _finished = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
+    /// <summary>A plain TCP session: the socket is driven by completion callbacks (the 0 B/msg path).</summary>
     internal TcpClientSession(Socket socket, TcpClientListener listener)
     {
         Listener = listener;
+        Transport = ClientTransportKind.Tcp;
         RemoteEndPoint = socket.RemoteEndPoint as IPEndPoint;
-        _connection = new Connection(this, socket, listener);
+        _sink = new FrameSink(this, listener);
+        _connection = new SocketSessionConnection(this, socket, listener);
         SessionId = listener.Server.Connect(this);
     }
+
+    /// <summary>A TLS or WebSocket session over <paramref name="channel"/>.</summary>
+    internal TcpClientSession(ByteChannel channel, ClientTransportKind transport, IPEndPoint? remoteEndPoint, TcpClientListener listener)
+    {
+        Listener = listener;
+        Transport = transport;
+        RemoteEndPoint = remoteEndPoint;
+        _sink = new FrameSink(this, listener);
+        _connection = new StreamSessionConnection(this, channel, listener);
+        SessionId = listener.Server.Connect(this);
+    }
+
+    /// <summary>How the client reached this session.</summary>
+    public ClientTransportKind Transport { get; }
+
+    /// <summary>Completes once the session is closed and every one of its buffers is back in the pool.</summary>
+    public Task Finished => _finished.Task;
 
     /// <summary>The play server's id for this session, unique on that server whatever the transport (B14).</summary>
     public long SessionId { get; }
@@ -48,7 +71,7 @@ public sealed class TcpClientSession : IClientConnection
     public long SendRefusals => _connection.SendRefusals;
 
     /// <summary>True while part of a frame has arrived and the rest has not (read by the timeout sweep).</summary>
-    internal long PartialFrameSinceTimestamp => _connection.PartialFrameSinceTimestamp;
+    internal long PartialFrameSinceTimestamp => _sink.PartialFrameSinceTimestamp;
 
     public bool TrySend(string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
     {
@@ -138,7 +161,7 @@ public sealed class TcpClientSession : IClientConnection
             return;
         }
 
-        var partialSince = _connection.PartialFrameSinceTimestamp;
+        var partialSince = _sink.PartialFrameSinceTimestamp;
         if (partialSince != 0 && time.GetElapsedTime(partialSince, nowTimestamp) > options.FrameTimeout)
         {
             _connection.Close(SessionCloseReason.FrameTimeout, $"a frame started {time.GetElapsedTime(partialSince, nowTimestamp).TotalMilliseconds:F0} ms ago is still incomplete (frame timeout {options.FrameTimeout.TotalMilliseconds:F0} ms)");
@@ -159,10 +182,40 @@ public sealed class TcpClientSession : IClientConnection
         }
     }
 
-    public override string ToString() => $"TcpClientSession({SessionId}, {RemoteEndPoint})";
+    public override string ToString() => $"TcpClientSession({SessionId}, {Transport}, {RemoteEndPoint})";
 
-    /// <summary>The socket side of the session.</summary>
-    private sealed class Connection : SocketConnection
+    /// <summary>What the session needs of its connection, whichever transport carries it.</summary>
+    private interface ISessionConnection
+    {
+        bool IsClosed { get; }
+
+        SessionCloseReason CloseReason { get; }
+
+        string? CloseDetail { get; }
+
+        int QueuedBytes { get; }
+
+        int QueuedBytesHighWater { get; }
+
+        long SendRefusals { get; }
+
+        long LastReceiveTimestamp { get; }
+
+        long QueueFullSinceTimestamp { get; }
+
+        bool Enqueue(in ServerFrameWriter writer);
+
+        bool Close(SessionCloseReason reason, string detail);
+
+        void Start();
+    }
+
+    /// <summary>
+    /// The receiving half of the protocol, shared by every transport: bytes go through the client codec into the
+    /// play server; a malformed or truncated frame closes the session with its counter.
+    /// </summary>
+    /// <remarks>Called by one receive loop, one callback at a time.</remarks>
+    private sealed class FrameSink
     {
         private readonly TcpClientSession _session;
         private readonly TcpClientListener _listener;
@@ -170,8 +223,7 @@ public sealed class TcpClientSession : IClientConnection
         private readonly ClientFrameDecoder _decoder;
         private long _partialFrameSinceTimestamp;
 
-        public Connection(TcpClientSession session, Socket socket, TcpClientListener listener)
-            : base(socket, listener.Server.Pool, new ConnectionLimits(listener.Options.ReceiveBufferBytes, listener.Options.SendQueueBytesMax, FlushExecutor: listener.Options.BatchSends ? listener.Server.Executor : null), listener.Time, listener.Counters)
+        public FrameSink(TcpClientSession session, TcpClientListener listener)
         {
             _session = session;
             _listener = listener;
@@ -181,10 +233,11 @@ public sealed class TcpClientSession : IClientConnection
 
         public long PartialFrameSinceTimestamp => Volatile.Read(ref _partialFrameSinceTimestamp);
 
-        public bool Enqueue(in ServerFrameWriter writer) => TryEnqueue(writer);
+        private TcpTransportCounters Counters => _listener.Counters;
 
-        protected override void OnReceived(ReadOnlySpan<byte> data)
+        public void OnReceived(ReadOnlySpan<byte> data)
         {
+            var connection = _session._connection;
             long frames = 0;
             try
             {
@@ -201,7 +254,7 @@ public sealed class TcpClientSession : IClientConnection
                         _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
                     }
 
-                    if (IsClosed)
+                    if (connection.IsClosed)
                     {
                         // Bytes after the closing frame are never decoded, so no buffer is rented for them.
                         return;
@@ -211,7 +264,7 @@ public sealed class TcpClientSession : IClientConnection
             catch (FrameDecodeException e)
             {
                 Counters.AddMalformed(e.Error);
-                Close(SessionCloseReason.MalformedFrame, e.Message);
+                connection.Close(SessionCloseReason.MalformedFrame, e.Message);
                 return;
             }
             finally
@@ -223,7 +276,7 @@ public sealed class TcpClientSession : IClientConnection
             {
                 if (Volatile.Read(ref _partialFrameSinceTimestamp) == 0)
                 {
-                    Volatile.Write(ref _partialFrameSinceTimestamp, Math.Max(1, Time.GetTimestamp()));
+                    Volatile.Write(ref _partialFrameSinceTimestamp, Math.Max(1, _listener.Time.GetTimestamp()));
                 }
             }
             else
@@ -232,7 +285,7 @@ public sealed class TcpClientSession : IClientConnection
             }
         }
 
-        protected override void OnEndOfStream()
+        public void OnEndOfStream()
         {
             try
             {
@@ -241,20 +294,24 @@ public sealed class TcpClientSession : IClientConnection
             catch (FrameDecodeException e)
             {
                 Counters.AddMalformed(e.Error);
-                Close(SessionCloseReason.MalformedFrame, e.Message);
+                _session._connection.Close(SessionCloseReason.MalformedFrame, e.Message);
             }
         }
 
-        protected override void OnReceiveEnded() => _decoder.Dispose();
+        public void OnReceiveEnded() => _decoder.Dispose();
 
-        protected override void OnClosed(SessionCloseReason reason, string detail)
+        public void OnClosed(SessionCloseReason reason, string detail)
         {
             // The server may have removed the session already (it asked for the close); Disconnect is then a no-op.
             _server.Disconnect(_session.SessionId);
             _listener.OnSessionClosed(_session, reason, detail);
         }
 
-        protected override void OnFinished() => _listener.OnSessionFinished(_session);
+        public void OnFinished()
+        {
+            _listener.OnSessionFinished(_session);
+            _session._finished.TrySetResult();
+        }
 
         private void RefuseWhileDraining(in ClientFrame frame)
         {
@@ -272,4 +329,41 @@ public sealed class TcpClientSession : IClientConnection
             }
         }
     }
+
+    /// <summary>The plain TCP side of the session: a socket driven by completion callbacks.</summary>
+    private sealed class SocketSessionConnection(TcpClientSession session, Socket socket, TcpClientListener listener)
+        : SocketConnection(socket, listener.Server.Pool, LimitsOf(listener), listener.Time, listener.Counters), ISessionConnection
+    {
+        public bool Enqueue(in ServerFrameWriter writer) => TryEnqueue(writer);
+
+        protected override void OnReceived(ReadOnlySpan<byte> data) => session._sink.OnReceived(data);
+
+        protected override void OnEndOfStream() => session._sink.OnEndOfStream();
+
+        protected override void OnReceiveEnded() => session._sink.OnReceiveEnded();
+
+        protected override void OnClosed(SessionCloseReason reason, string detail) => session._sink.OnClosed(reason, detail);
+
+        protected override void OnFinished() => session._sink.OnFinished();
+    }
+
+    /// <summary>The TLS or WebSocket side of the session: a <see cref="ByteChannel"/> driven by async loops.</summary>
+    private sealed class StreamSessionConnection(TcpClientSession session, ByteChannel channel, TcpClientListener listener)
+        : StreamConnection(channel, listener.Server.Pool, LimitsOf(listener), listener.Time, listener.Counters), ISessionConnection
+    {
+        public bool Enqueue(in ServerFrameWriter writer) => TryEnqueue(writer);
+
+        protected override void OnReceived(ReadOnlySpan<byte> data) => session._sink.OnReceived(data);
+
+        protected override void OnEndOfStream() => session._sink.OnEndOfStream();
+
+        protected override void OnReceiveEnded() => session._sink.OnReceiveEnded();
+
+        protected override void OnClosed(SessionCloseReason reason, string detail) => session._sink.OnClosed(reason, detail);
+
+        protected override void OnFinished() => session._sink.OnFinished();
+    }
+
+    private static ConnectionLimits LimitsOf(TcpClientListener listener) =>
+        new(listener.Options.ReceiveBufferBytes, listener.Options.SendQueueBytesMax, FlushExecutor: listener.Options.BatchSends ? listener.Server.Executor : null);
 }

@@ -1,5 +1,7 @@
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
+using System.Net.WebSockets;
 using PlayHouse.Core.Codec;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
@@ -35,6 +37,16 @@ public sealed record TcpPlayClientOptions
     public bool NoDelay { get; init; } = true;
 
     /// <summary>
+    /// Null (the default): plain TCP. Set: <see cref="TcpPlayClient.ConnectAsync"/> authenticates the connection as a
+    /// TLS client with these options (target host, certificate validation) before any frame is sent, and
+    /// <see cref="TcpPlayClient.ConnectWebSocketAsync"/> uses its certificate validation for <c>wss://</c>.
+    /// </summary>
+    public SslClientAuthenticationOptions? Tls { get; init; }
+
+    /// <summary>The most bytes one WebSocket message to the server carries (longer runs of queued frames leave as several messages).</summary>
+    public int WebSocketMessageBytesMax { get; init; } = 16 * 1024;
+
+    /// <summary>
     /// Null (the default): reply and push handlers run on I/O threads as packets arrive. A number: replies and pushes
     /// wait in a packet queue of at most this many until the application reads them with
     /// <see cref="TcpPlayClient.ReadPackets"/> (a game's main loop draining its connector once a frame, as PlayHouse's
@@ -47,7 +59,7 @@ public sealed record TcpPlayClientOptions
     public void Validate()
     {
         if (RequestTimeout <= TimeSpan.Zero || InFlightMax < 1 || InFlightMax >= ushort.MaxValue || SendQueueBytesMax < 1024 || ReceiveBufferBytes < 256
-            || (HeartbeatInterval is { } heartbeat && heartbeat <= TimeSpan.Zero) || PacketQueueMax <= 0)
+            || (HeartbeatInterval is { } heartbeat && heartbeat <= TimeSpan.Zero) || PacketQueueMax <= 0 || WebSocketMessageBytesMax < 256)
         {
             throw new ArgumentException("TcpPlayClientOptions has a value out of range.");
         }
@@ -189,7 +201,7 @@ public sealed class TcpPlayClient : IDisposable
     private static readonly ClientReplyHandler CompleteTaskHandler = CompleteTask;
 
     private readonly TcpPlayClientOptions _options;
-    private readonly Connection _connection;
+    private readonly IClientConnection _connection;
     private readonly Lock _gate = new();
     private readonly Dictionary<ushort, int> _slotBySeq;
     private readonly PendingSlot[] _slots;
@@ -209,9 +221,12 @@ public sealed class TcpPlayClient : IDisposable
     // application's thread reads.
     private readonly Queue<ServerFrame>? _packets;
     private readonly Lock _packetsGate = new();
+    private readonly FrameSink _sink;
+    private readonly TcpTransportCounters _counters;
 
-    private TcpPlayClient(Socket socket, TcpPlayClientOptions options)
+    private TcpPlayClient(Socket? socket, ByteChannel? channel, IPEndPoint? remoteEndPoint, IPEndPoint? localEndPoint, TcpPlayClientOptions options, TcpTransportCounters? counters = null)
     {
+        _counters = counters ?? new TcpTransportCounters();
         _options = options;
         Time = options.Time ?? RealTime.System;
         Pool = options.Pool ?? new MessagePool();
@@ -226,14 +241,15 @@ public sealed class TcpPlayClient : IDisposable
 
         _freeCount = inFlightMax;
         _slotBySeq = new Dictionary<ushort, int>(inFlightMax);
-        RemoteEndPoint = socket.RemoteEndPoint as IPEndPoint;
-        LocalEndPoint = socket.LocalEndPoint as IPEndPoint;
+        RemoteEndPoint = remoteEndPoint;
+        LocalEndPoint = localEndPoint;
         if (options.PacketQueueMax is not null)
         {
             _packets = new Queue<ServerFrame>();
         }
 
-        _connection = new Connection(this, socket);
+        _sink = new FrameSink(this);
+        _connection = socket is not null ? new SocketClientConnection(this, socket) : new StreamClientConnection(this, channel!);
         _timeoutTimer = Time.CreateTimer(static s => ((TcpPlayClient)s!).ExpireDue(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         if (options.HeartbeatInterval is { } interval)
         {
@@ -253,7 +269,7 @@ public sealed class TcpPlayClient : IDisposable
     public TcpPlayClientStatistics Statistics { get; } = new();
 
     /// <summary>Socket-level counters of this client's one connection.</summary>
-    public TcpTransportCounters Counters => _connection.CountersOf;
+    public TcpTransportCounters Counters => _counters;
 
     public bool IsConnected => !_connection.IsClosed;
 
@@ -319,7 +335,59 @@ public sealed class TcpPlayClient : IDisposable
             throw;
         }
 
-        var client = new TcpPlayClient(socket, options);
+        if (options.Tls is { } tls)
+        {
+            var stream = new SslStream(new NetworkStream(socket, ownsSocket: true), leaveInnerStreamOpen: false);
+            try
+            {
+                await stream.AuthenticateAsClientAsync(tls, cancellationToken).ConfigureAwait(false);
+            }
+            catch
+            {
+                await stream.DisposeAsync().ConfigureAwait(false);
+                throw;
+            }
+
+            var secure = new TcpPlayClient(null, new TlsChannel(stream, socket), socket.RemoteEndPoint as IPEndPoint, socket.LocalEndPoint as IPEndPoint, options);
+            secure._connection.Start();
+            return secure;
+        }
+
+        var client = new TcpPlayClient(socket, null, socket.RemoteEndPoint as IPEndPoint, socket.LocalEndPoint as IPEndPoint, options);
+        client._connection.Start();
+        return client;
+    }
+
+    /// <summary>
+    /// Connects to a play server's WebSocket endpoint (<c>ws://</c> or <c>wss://</c>, e.g. <c>ws://127.0.0.1:8080/ws</c>):
+    /// the same frames travel in binary messages. For <c>wss://</c>, <see cref="TcpPlayClientOptions.Tls"/> supplies
+    /// the certificate validation.
+    /// </summary>
+    public static async Task<TcpPlayClient> ConnectWebSocketAsync(Uri server, TcpPlayClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(server);
+        options ??= new TcpPlayClientOptions();
+        options.Validate();
+        var socket = new ClientWebSocket();
+        if (options.Tls?.RemoteCertificateValidationCallback is { } validate)
+        {
+            socket.Options.RemoteCertificateValidationCallback = validate;
+        }
+
+        try
+        {
+            await socket.ConnectAsync(server, cancellationToken).ConfigureAwait(false);
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+
+        var time = options.Time ?? RealTime.System;
+        var counters = new TcpTransportCounters();
+        var channel = new WebSocketChannel(socket, options.WebSocketMessageBytesMax, TimeSpan.FromSeconds(1), time, counters);
+        var client = new TcpPlayClient(null, channel, null, null, options, counters);
         client._connection.Start();
         return client;
     }
@@ -440,7 +508,7 @@ public sealed class TcpPlayClient : IDisposable
     public void Disconnect(string reason = "client disconnect") => _connection.Close(SessionCloseReason.LocalClose, reason);
 
     /// <summary>Resets the connection (RST, not FIN): the abrupt break a crashed client causes.</summary>
-    public void Abort(string reason = "client abort") => _connection.Abort(reason);
+    public void Abort(string reason = "client abort") => _connection.Close(SessionCloseReason.LocalClose, reason, abortive: true);
 
     /// <summary>
     /// Runs the handlers of up to <paramref name="max"/> queued packets, oldest first, on the calling thread (the
@@ -727,51 +795,56 @@ public sealed class TcpPlayClient : IDisposable
         public int Next;
     }
 
-    /// <summary>The socket side of the client.</summary>
-    private sealed class Connection : SocketConnection
+    /// <summary>What the client needs of its connection, whichever transport carries it.</summary>
+    private interface IClientConnection
     {
-        private readonly TcpPlayClient _client;
-        private readonly ServerFrameDecoder _decoder;
+        bool IsClosed { get; }
 
-        public Connection(TcpPlayClient client, Socket socket)
-            : base(socket, client.Pool, new ConnectionLimits(client._options.ReceiveBufferBytes, client._options.SendQueueBytesMax), client.Time, new TcpTransportCounters())
-        {
-            _client = client;
-            _decoder = new ServerFrameDecoder(client.Pool, options: new FrameDecoderOptions { PayloadOwner = "client-receive", Decompressor = client._options.Decompressor });
-        }
+        SessionCloseReason CloseReason { get; }
 
-        public TcpTransportCounters CountersOf => Counters;
+        string? CloseDetail { get; }
 
-        public bool Enqueue(scoped in ClientFrameWriter writer) => TryEnqueue(writer);
+        bool Enqueue(scoped in ClientFrameWriter writer);
 
-        public void Abort(string reason) => Close(SessionCloseReason.LocalClose, reason, abortive: true);
+        bool Close(SessionCloseReason reason, string detail);
 
-        protected override void OnReceived(ReadOnlySpan<byte> data)
+        bool Close(SessionCloseReason reason, string detail, bool abortive);
+
+        void Start();
+    }
+
+    /// <summary>The receiving half, shared by every transport: server frames into replies and pushes.</summary>
+    /// <remarks>Called by one receive loop, one callback at a time.</remarks>
+    private sealed class FrameSink(TcpPlayClient client)
+    {
+        private readonly ServerFrameDecoder _decoder = new(client.Pool, options: new FrameDecoderOptions { PayloadOwner = "client-receive", Decompressor = client._options.Decompressor });
+
+        public void OnReceived(ReadOnlySpan<byte> data)
         {
             try
             {
                 while (_decoder.TryDecode(ref data, out var frame))
                 {
-                    if (_client._packets is not null)
+                    if (client._packets is not null)
                     {
-                        _client.Queue(frame);
+                        client.Queue(frame);
                         continue;
                     }
 
                     using (frame)
                     {
-                        _client.OnFrame(frame);
+                        client.OnFrame(frame);
                     }
                 }
             }
             catch (FrameDecodeException e)
             {
-                Counters.AddMalformed(e.Error);
-                Close(SessionCloseReason.MalformedFrame, e.Message);
+                client._counters.AddMalformed(e.Error);
+                client._connection.Close(SessionCloseReason.MalformedFrame, e.Message);
             }
         }
 
-        protected override void OnEndOfStream()
+        public void OnEndOfStream()
         {
             try
             {
@@ -779,15 +852,49 @@ public sealed class TcpPlayClient : IDisposable
             }
             catch (FrameDecodeException e)
             {
-                Counters.AddMalformed(e.Error);
-                Close(SessionCloseReason.MalformedFrame, e.Message);
+                client._counters.AddMalformed(e.Error);
+                client._connection.Close(SessionCloseReason.MalformedFrame, e.Message);
             }
         }
 
-        protected override void OnReceiveEnded() => _decoder.Dispose();
+        public void OnReceiveEnded() => _decoder.Dispose();
 
-        protected override void OnClosed(SessionCloseReason reason, string detail) => _client.OnConnectionClosed(reason, detail);
+        public void OnClosed(SessionCloseReason reason, string detail) => client.OnConnectionClosed(reason, detail);
 
-        protected override void OnFinished() => _client._closed.TrySetResult(CloseReason);
+        public void OnFinished() => client._closed.TrySetResult(client._connection.CloseReason);
+    }
+
+    /// <summary>The plain TCP side of the client.</summary>
+    private sealed class SocketClientConnection(TcpPlayClient client, Socket socket)
+        : SocketConnection(socket, client.Pool, new ConnectionLimits(client._options.ReceiveBufferBytes, client._options.SendQueueBytesMax), client.Time, client._counters), IClientConnection
+    {
+        public bool Enqueue(scoped in ClientFrameWriter writer) => TryEnqueue(writer);
+
+        protected override void OnReceived(ReadOnlySpan<byte> data) => client._sink.OnReceived(data);
+
+        protected override void OnEndOfStream() => client._sink.OnEndOfStream();
+
+        protected override void OnReceiveEnded() => client._sink.OnReceiveEnded();
+
+        protected override void OnClosed(SessionCloseReason reason, string detail) => client._sink.OnClosed(reason, detail);
+
+        protected override void OnFinished() => client._sink.OnFinished();
+    }
+
+    /// <summary>The TLS or WebSocket side of the client.</summary>
+    private sealed class StreamClientConnection(TcpPlayClient client, ByteChannel channel)
+        : StreamConnection(channel, client.Pool, new ConnectionLimits(client._options.ReceiveBufferBytes, client._options.SendQueueBytesMax), client.Time, client._counters), IClientConnection
+    {
+        public bool Enqueue(scoped in ClientFrameWriter writer) => TryEnqueue(writer);
+
+        protected override void OnReceived(ReadOnlySpan<byte> data) => client._sink.OnReceived(data);
+
+        protected override void OnEndOfStream() => client._sink.OnEndOfStream();
+
+        protected override void OnReceiveEnded() => client._sink.OnReceiveEnded();
+
+        protected override void OnClosed(SessionCloseReason reason, string detail) => client._sink.OnClosed(reason, detail);
+
+        protected override void OnFinished() => client._sink.OnFinished();
     }
 }

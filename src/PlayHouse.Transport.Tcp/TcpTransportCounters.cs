@@ -23,6 +23,8 @@ public sealed class TcpTransportCounters
     private long _framesSent;
     private long _bytesReceived;
     private long _bytesSent;
+    private long _receiveCalls;
+    private long _sendCalls;
     private long _sendQueueRefusals;
     private long _sendsRefusedClosed;
     private long _encodeFailures;
@@ -31,6 +33,8 @@ public sealed class TcpTransportCounters
     private long _sendBytesDroppedAtClose;
     private long _sendQueueHighWaterBytes;
     private long _framesCompressed;
+    private long _tlsHandshakeFailures;
+    private long _webSocketTextMessages;
 
     /// <summary>Connections accepted and turned into sessions.</summary>
     public long ConnectionsAccepted => Volatile.Read(ref _accepted);
@@ -64,11 +68,26 @@ public sealed class TcpTransportCounters
 
     public long BytesSent => Volatile.Read(ref _bytesSent);
 
+    /// <summary>
+    /// Socket receives and sends that completed with bytes: one system call each. Frames per call shows how well the
+    /// transport batches (a raw echo answers every frame of one receive with one send).
+    /// </summary>
+    public long ReceiveCalls => Volatile.Read(ref _receiveCalls);
+
+    /// <inheritdoc cref="ReceiveCalls"/>
+    public long SendCalls => Volatile.Read(ref _sendCalls);
+
     /// <summary>Frames refused because the session's send queue was at its cap (the defined outcome at the cap).</summary>
     public long SendQueueRefusals => Volatile.Read(ref _sendQueueRefusals);
 
     /// <summary>Frames sent LZ4-compressed (OriginalSize above 0).</summary>
     public long FramesCompressed => Volatile.Read(ref _framesCompressed);
+
+    /// <summary>TLS connections closed before they became sessions: the handshake failed or did not finish within its timeout.</summary>
+    public long TlsHandshakeFailures => Volatile.Read(ref _tlsHandshakeFailures);
+
+    /// <summary>WebSocket sessions closed as malformed because the client sent a text message (PlayHouse frames travel in binary messages).</summary>
+    public long WebSocketTextMessages => Volatile.Read(ref _webSocketTextMessages);
 
     /// <summary>Frames refused because the connection had already closed.</summary>
     public long SendsRefusedClosed => Volatile.Read(ref _sendsRefusedClosed);
@@ -117,11 +136,15 @@ public sealed class TcpTransportCounters
             new(nameof(FramesReceived), FramesReceived),
             new(nameof(FramesCompressed), FramesCompressed),
             new(nameof(FramesSent), FramesSent),
+            new(nameof(ReceiveCalls), ReceiveCalls),
             new(nameof(RefusedWhileStopping), RefusedWhileStopping),
             new(nameof(SendBytesDroppedAtClose), SendBytesDroppedAtClose),
+            new(nameof(SendCalls), SendCalls),
             new(nameof(SendQueueHighWaterBytes), SendQueueHighWaterBytes),
             new(nameof(SendQueueRefusals), SendQueueRefusals),
             new(nameof(SendsRefusedClosed), SendsRefusedClosed),
+            new(nameof(TlsHandshakeFailures), TlsHandshakeFailures),
+            new(nameof(WebSocketTextMessages), WebSocketTextMessages),
         };
         foreach (var reason in Enum.GetValues<SessionCloseReason>())
         {
@@ -167,9 +190,17 @@ public sealed class TcpTransportCounters
 
     internal void AddFrameCompressed() => Interlocked.Increment(ref _framesCompressed);
 
-    internal void AddBytesReceived(long bytes) => Interlocked.Add(ref _bytesReceived, bytes);
+    internal void AddBytesReceived(long bytes)
+    {
+        Interlocked.Add(ref _bytesReceived, bytes);
+        Interlocked.Increment(ref _receiveCalls);
+    }
 
-    internal void AddBytesSent(long bytes) => Interlocked.Add(ref _bytesSent, bytes);
+    internal void AddBytesSent(long bytes)
+    {
+        Interlocked.Add(ref _bytesSent, bytes);
+        Interlocked.Increment(ref _sendCalls);
+    }
 
     internal void AddSendQueueRefusal() => Interlocked.Increment(ref _sendQueueRefusals);
 
@@ -182,6 +213,10 @@ public sealed class TcpTransportCounters
     internal void AddRefusedWhileStopping() => Interlocked.Increment(ref _refusedWhileStopping);
 
     internal void AddSendBytesDroppedAtClose(long bytes) => Interlocked.Add(ref _sendBytesDroppedAtClose, bytes);
+
+    internal void AddTlsHandshakeFailure() => Interlocked.Increment(ref _tlsHandshakeFailures);
+
+    internal void AddWebSocketTextMessage() => Interlocked.Increment(ref _webSocketTextMessages);
 
     internal void AddErrorReply(ushort errorCode)
     {

@@ -1,3 +1,4 @@
+using System.Net.Security;
 using PlayHouse.Core.Codec;
 
 namespace PlayHouse.Transport.Tcp;
@@ -29,7 +30,7 @@ public sealed record TcpTransportOptions
     /// <summary>How often one timer per listener checks every session's timeouts (no timer per session).</summary>
     public TimeSpan SweepInterval { get; init; } = TimeSpan.FromMilliseconds(500);
 
-    /// <summary>Open sessions before new connections are accepted and closed at once (counted).</summary>
+    /// <summary>Open sessions of one listener (and, with TLS, handshakes under way) before new connections are closed at once (counted).</summary>
     public int MaxConnections { get; init; } = 10_000;
 
     /// <summary>Disables Nagle's algorithm on every session socket, as game traffic wants.</summary>
@@ -52,6 +53,23 @@ public sealed record TcpTransportOptions
     /// </summary>
     public int CompressAboveBytes { get; init; }
 
+    /// <summary>
+    /// TLS on the accepting socket: null (the default) serves plain TCP through socket completion callbacks; set, every
+    /// accepted connection is authenticated with <see cref="SslStream"/> first and then carries the same frames, under
+    /// the same caps, timeouts and counters.
+    /// </summary>
+    public TlsServerOptions? Tls { get; init; }
+
+    /// <summary>
+    /// The most bytes one WebSocket message sent to a client carries; queued frames leave as several messages when
+    /// they are longer. PlayHouse's C# connector gathers each message into a fixed 64 KiB buffer before parsing, so a
+    /// message plus the unfinished frame before it must stay within 64 KiB.
+    /// </summary>
+    public int WebSocketMessageBytesMax { get; init; } = 16 * 1024;
+
+    /// <summary>How long a WebSocket session closed by the server waits for the client's close message before it is aborted.</summary>
+    public TimeSpan WebSocketCloseGrace { get; init; } = TimeSpan.FromSeconds(1);
+
     /// <summary>Listen backlog of the accepting socket.</summary>
     public int ListenBacklog { get; init; } = 512;
 
@@ -68,6 +86,9 @@ public sealed record TcpTransportOptions
         Require(ListenBacklog > 0, nameof(ListenBacklog));
         Require(SocketSendBufferBytes >= 0, nameof(SocketSendBufferBytes));
         Require(CompressAboveBytes >= 0, nameof(CompressAboveBytes));
+        Require(WebSocketMessageBytesMax >= 256, nameof(WebSocketMessageBytesMax));
+        Require(WebSocketCloseGrace > TimeSpan.Zero, nameof(WebSocketCloseGrace));
+        Tls?.Validate();
     }
 
     private static void Require(bool ok, string name)

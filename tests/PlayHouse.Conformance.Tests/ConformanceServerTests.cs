@@ -21,7 +21,7 @@ public sealed class ConformanceServerTests : IAsyncLifetime
 
     public async Task InitializeAsync()
     {
-        _server = await ConformanceServer.StartAsync(new ConformanceServerOptions { TcpPort = 0, HttpPort = 0 }, TimeProvider.System);
+        _server = await ConformanceServer.StartAsync(new ConformanceServerOptions { TcpPort = 0, HttpPort = 0, TcpTlsPort = 0, HttpsPort = 0 }, TimeProvider.System);
         _http = new HttpClient { BaseAddress = _server.HttpAddress, Timeout = TimeSpan.FromSeconds(30) };
     }
 

@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Text.RegularExpressions;
+using PlayHouse.Simulation.Network;
 using PlayHouse.Simulation.Runs;
 
 namespace PlayHouse.Sim.Cli.Tests;
@@ -56,12 +57,27 @@ public sealed class ReplayAndSwarmTests
         // Replaying seed 101 as a plain run with the drawn options reproduces the swarm's run of it exactly.
         var swarmRun = result.Lines.Single(l => l.StartsWith("seed=101 ", StringComparison.Ordinal));
         var replayLine = replays.Single(l => l.StartsWith("replay seed=101: ", StringComparison.Ordinal))["replay seed=101: ".Length..];
-        Assert.Contains("--set mode=", replayLine, StringComparison.Ordinal);
+        Assert.Contains("--set latencyMsMax=", replayLine, StringComparison.Ordinal);
         var replayed = CliHarness.Run(CliHarness.ReplayArguments(replayLine));
 
         Assert.Equal(RunExitCodes.LivenessFailure, replayed.ExitCode);
         Assert.EndsWith("trace-hash=" + replayed.Value("trace-hash"), swarmRun, StringComparison.Ordinal);
         Assert.Equal(result.Lines.Single(l => l.StartsWith("SEED=101 ", StringComparison.Ordinal)), replayed.Lines[0]);
+    }
+
+    [Fact]
+    public void SwarmOptions_EveryDraw_LetsAPatientClientMakeProgress()
+    {
+        var baseline = PlayHouse.Fixtures.Scenarios.ScenarioCatalog.Create("clogged-peer").Defaults;
+
+        for (ulong seed = 0; seed < 500; seed++)
+        {
+            var drawn = CliCommands.SwarmOptions(seed, baseline);
+
+            Assert.True(drawn.RequestTimeoutMs >= 8 * drawn.LatencyMsMax && drawn.RequestTimeoutMs >= baseline.RequestTimeoutMs, drawn.ToBanner(seed));
+            Assert.True(drawn.LivenessWindowMs >= 4 * drawn.RequestTimeoutMs, drawn.ToBanner(seed));
+            Assert.True(drawn.StreamLoss != StreamLossMode.Reset || drawn.LossPercent <= 1, drawn.ToBanner(seed));
+        }
     }
 
     [Fact]

@@ -23,7 +23,7 @@ public sealed class TcpCommandTests
 
         Assert.True(result.ExitCode == 0, result.ToString());
         Assert.StartsWith("SEED=5 scenario=echo ", result.Lines[0], StringComparison.Ordinal);
-        Assert.EndsWith(" substrate=tcp time-limit-s=60", result.Lines[0], StringComparison.Ordinal);
+        Assert.EndsWith(" substrate=tcp transport=tcp time-limit-s=60", result.Lines[0], StringComparison.Ordinal);
         Assert.Equal("tcp", result.Value("mode"));
         Assert.Equal("pass", result.Value("outcome"));
         Assert.Equal("80", result.Value("requests.succeeded"));
@@ -31,6 +31,23 @@ public sealed class TcpCommandTests
         Assert.Equal("pass", result.Value("checker.PoolLedger"));
         Assert.StartsWith("latencyShape,", result.Value("tcp.ignores"), StringComparison.Ordinal);
         Assert.Null(result.Value("replay"));
+    }
+
+    [Theory]
+    [InlineData("tls", "--mode", "tcp", "--tls")]
+    [InlineData("ws", "--mode", "ws")]
+    [InlineData("wss", "--mode", "ws", "--tls")]
+    public void RunTcp_OverTlsOrWebSocket_PassesWithTheTransportInTheBanner(string transport, params string[] modeArguments)
+    {
+        var result = CliHarness.Run(["run", "--scenario", "echo", "--seed", "5", "--set", "clients=4", "requestsPerClient=20", .. modeArguments]);
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.EndsWith($" substrate=tcp transport={transport} time-limit-s=60", result.Lines[0], StringComparison.Ordinal);
+        Assert.Equal("pass", result.Value("outcome"));
+        Assert.Equal("80", result.Value("requests.succeeded"));
+        Assert.Equal("4", result.Value("tcp.ConnectionsAccepted"));
+        Assert.Null(result.Value("tcp.CallbackFaults"));
+        Assert.Equal("pass", result.Value("checker.PoolLedger"));
     }
 
     [Fact]
@@ -107,6 +124,7 @@ public sealed class TcpCommandTests
     [InlineData("'tcp'", "run", "--scenario", "echo", "--mode", "udp")]
     [InlineData("--mode sim", "run", "--scenario", "echo", "--mode", "tcp", "--trace", "trace.txt")]
     [InlineData("--mode tcp", "run", "--scenario", "echo", "--time-limit-s", "5")]
+    [InlineData("--tls needs --mode tcp", "run", "--scenario", "echo", "--tls")]
     [InlineData("at least 1", "run", "--scenario", "echo", "--mode", "tcp", "--time-limit-s", "0")]
     [InlineData("--mode", "replay", "--scenario", "echo", "--seed", "1", "--trace", "t.txt", "--mode", "tcp")]
     [InlineData("echo, send-push", "serve", "--scenario", "nope")]
@@ -178,6 +196,9 @@ public sealed class TcpCommandTests
         Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
         Assert.Contains("serve.connections=1 ", output.Text, StringComparison.Ordinal);
         Assert.Contains("serve.buffersOutstanding=0", output.Text, StringComparison.Ordinal);
+
+        // The client's actor waits out its reconnect window (a minute by default), so the stop finds it still held.
+        Assert.Contains("serve.registry=live-stages=1 live-actors=1 stages-high-water=1 actors-high-water=1", output.Text, StringComparison.Ordinal);
         Assert.Equal(string.Empty, error.ToString());
     }
 
@@ -216,7 +237,7 @@ public sealed class TcpCommandTests
         var result = CliHarness.Run("bench", "tcp", "--connections", "2", "--in-flight", "2", "--payload-bytes", "16", "--repeats", "2", "--duration-ms", "100", "--warm-up-ms", "20", "--rtt-samples", "50");
 
         Assert.True(result.ExitCode == 0, result.ToString());
-        foreach (var key in new[] { "core.roundTripsPerSecond", "raw.roundTripsPerSecond", "ratio.median", "core.bytesPerMessage", "raw.bytesPerMessage", "core.gen2", "core.rttMsP50", "core.rttMsP99", "raw.rttMsP50", "raw.rttMsP99", "processors", "gc", "budget.ratio", "budget.bytesPerMessage", "budget.gen2" })
+        foreach (var key in new[] { "core.roundTripsPerSecond", "raw.roundTripsPerSecond", "ratio.median", "core.bytesPerMessage", "raw.bytesPerMessage", "core.gen2", "core.rttMsP50", "core.rttMsP99", "raw.rttMsP50", "raw.rttMsP99", "processors", "gc", "budget.ratio", "budget.bytesPerMessage", "budget.gen2", "core.cpuMicrosecondsPerMessage", "raw.cpuMicrosecondsPerMessage", "ratio.cpu", "core.contextSwitchesPerMessage", "raw.contextSwitchesPerMessage", "core.framesPerSendCall", "raw.framesPerSendCall", "core.framesPerReceiveCall", "raw.framesPerReceiveCall" })
         {
             Assert.True(result.Value(key) is not null, $"no {key}\n{result}");
         }
@@ -227,6 +248,7 @@ public sealed class TcpCommandTests
         Assert.Equal("2", result.Value("repeats"));
         Assert.StartsWith("order:core,raw ", result.Value("repeat.1"), StringComparison.Ordinal);
         Assert.StartsWith("order:raw,core ", result.Value("repeat.2"), StringComparison.Ordinal);
+        Assert.Contains("target >= 0.8", result.Value("budget.ratio"), StringComparison.Ordinal);
     }
 
     [Fact]

@@ -323,7 +323,11 @@ public sealed class SimClient : IDisposable, IStreamReceiver
                 return;
             }
 
-            while (_decoder.TryDecode(ref data, out var frame))
+            // The bytes belong to this connection's decoder. A callback may disconnect and connect again, which
+            // gives the client a new decoder for the new connection: the old connection's remaining bytes must not
+            // reach it (they would leave it holding the part of a frame that never ends).
+            var decoder = _decoder;
+            while (decoder.TryDecode(ref data, out var frame))
             {
                 if (_packets is not null)
                 {
@@ -334,6 +338,11 @@ public sealed class SimClient : IDisposable, IStreamReceiver
                 using (frame)
                 {
                     OnFrame(frame);
+                }
+
+                if (!ReferenceEquals(connection, _connection))
+                {
+                    return;
                 }
             }
         }
@@ -482,6 +491,11 @@ public sealed class SimClient : IDisposable, IStreamReceiver
         }
 
         _connection = null;
+
+        // A frame the connection was in the middle of will never end: its payload goes back now, not at the next
+        // connect (a client that never reconnects would hold it for good).
+        _decoder?.Dispose();
+        _decoder = null;
         Statistics.Disconnects++;
         Disconnected?.Invoke(this, reason);
     }

@@ -154,7 +154,16 @@ public sealed record SimOptions
         ArgumentNullException.ThrowIfNull(baseline);
         var shapes = Enum.GetValues<LatencyShape>();
         var latencyMean = 1 + random.NextInt(80);
+        var latencyMax = latencyMean * (2 + random.NextInt(20));
         var faults = random.NextBool(0.5) ? RandomFaults(random, baseline) : FaultPlan.None;
+        var streamLoss = random.NextBool(0.2) ? StreamLossMode.Reset : StreamLossMode.Retransmit;
+
+        // A drawn network must still let a patient client make progress, or the liveness check reports the network,
+        // not the server: a request's timeout covers a round trip through two servers at the slowest drawn latency,
+        // the liveness window several timeouts, and where every lost segment resets the connection the loss stays
+        // rare (at a few percent a 12 KiB message, split into segments, is lost more often than it arrives).
+        var requestTimeoutMs = Math.Max(baseline.RequestTimeoutMs, 8 * latencyMax);
+        var lossPercent = random.NextBool(0.5) ? random.NextInt(6) : 0;
         return baseline with
         {
             Clients = 1 + random.NextInt(Math.Max(1, baseline.Clients)),
@@ -166,15 +175,17 @@ public sealed record SimOptions
             LatencyShape = shapes[random.NextInt(shapes.Length)],
             LatencyMsMin = random.NextInt(latencyMean + 1),
             LatencyMsMean = latencyMean,
-            LatencyMsMax = latencyMean * (2 + random.NextInt(20)),
-            LossPercent = random.NextBool(0.5) ? random.NextInt(6) : 0,
+            LatencyMsMax = latencyMax,
+            LossPercent = streamLoss == StreamLossMode.Reset ? Math.Min(lossPercent, 1) : lossPercent,
             DuplicatePercent = random.NextBool(0.3) ? random.NextInt(4) : 0,
             ReorderPercent = random.NextBool(0.3) ? random.NextInt(10) : 0,
             SplitPercent = random.NextInt(60),
             BandwidthBytesPerSecond = random.NextBool(0.2) ? 1_000_000 + random.NextInt(100_000_000) : 0,
-            StreamLoss = random.NextBool(0.2) ? StreamLossMode.Reset : StreamLossMode.Retransmit,
+            StreamLoss = streamLoss,
             ExploreSchedules = random.NextBool(0.5),
             Faults = faults,
+            RequestTimeoutMs = requestTimeoutMs,
+            LivenessWindowMs = Math.Max(baseline.LivenessWindowMs, 4 * requestTimeoutMs),
         };
     }
 

@@ -41,6 +41,9 @@ public sealed record PoolReport(string Name, long Rents, long Returns, long Hits
 /// <summary>One size class of a pool in a report; at quiescence <see cref="Rents"/> equals <see cref="Returns"/>.</summary>
 public sealed record PoolClassReport(int SizeClass, int CapacityBytes, long Rents, long Returns);
 
+/// <summary>Live stages and actors of the play servers when a run ended, and the most each held at once.</summary>
+public sealed record RegistryReport(int LiveStages, int LiveActors, int StagesHighWater, int ActorsHighWater);
+
 /// <summary>The closing report of a run: what happened, how fast, and each checker's verdict.</summary>
 public sealed record SimReport
 {
@@ -92,6 +95,9 @@ public sealed record SimReport
     public IReadOnlyList<KeyValuePair<string, long>> Network { get; init; } = [];
 
     public IReadOnlyList<KeyValuePair<string, long>> ServerCounters { get; init; } = [];
+
+    /// <summary>The play servers' registries when the run ended (summed over live play servers); the cap counters are in <see cref="ServerCounters"/>.</summary>
+    public RegistryReport Registries { get; init; } = new(0, 0, 0, 0);
 
     public IReadOnlyList<KeyValuePair<string, string>> ScenarioMetrics { get; init; } = [];
 
@@ -177,8 +183,11 @@ public sealed record SimReport
             }
         }
 
+        var plays = (cluster?.Nodes ?? []).Where(n => n.IsUp && n.Play is not null).Select(n => n.Play!).ToList();
+        var registries = new RegistryReport(plays.Sum(p => p.StageCount), plays.Sum(p => p.ActorCount), plays.Sum(p => p.StagesHighWater), plays.Sum(p => p.ActorsHighWater));
         return new SimReport
         {
+            Registries = registries,
             Scenario = scenario.Name,
             Seed = seed,
             Options = options,
@@ -266,6 +275,7 @@ public sealed record SimReport
             Line("faults-realized", FaultsRealized ? "pass" : $"FAIL ({Faults.Count(f => !f.Passed)}): {string.Join(", ", Faults.Where(f => !f.Passed).Select(f => f.Kind))}");
         }
 
+        Line("registry", $"live-stages={Registries.LiveStages} live-actors={Registries.LiveActors} stages-high-water={Registries.StagesHighWater} actors-high-water={Registries.ActorsHighWater}");
         foreach (var (key, value) in ServerCounters)
         {
             Line("server." + key, value);
@@ -316,6 +326,7 @@ public sealed record SimReport
             QueueHighWaters,
             Network = Network.ToDictionary(kv => kv.Key, kv => kv.Value),
             ServerCounters = ServerCounters.ToDictionary(kv => kv.Key, kv => kv.Value),
+            Registries,
             ScenarioMetrics = ScenarioMetrics.ToDictionary(kv => kv.Key, kv => kv.Value),
             Verdicts = Verdicts.Select(v => new { v.CheckerName, v.Passed, v.ViolationCount, v.FirstViolationMessage }),
             Escapes,

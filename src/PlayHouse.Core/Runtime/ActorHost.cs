@@ -17,6 +17,9 @@ internal sealed class ActorHost(StageHost stage, long instance) : IActorLink
 
     public bool IsJoined { get; set; }
 
+    /// <summary>How many times the stage handled this actor's disconnect; an expiry entry of an earlier one is stale.</summary>
+    public long DisconnectGeneration { get; set; }
+
     /// <summary>True once OnDestroy was called (or is about to be), so it never runs twice.</summary>
     public bool IsDestroyed { get; set; }
 

@@ -68,6 +68,12 @@ public static class ErrorCodes
     /// <summary>The mesh send queue towards the target server is at its cap (a slow or clogged peer); the request was refused, not queued.</summary>
     public const ushort MeshSendQueueFull = 60021;
 
+    /// <summary>The play server holds <see cref="ServerOptions.StagesMax"/> stages; a new stage was refused, not created.</summary>
+    public const ushort TooManyStages = 60022;
+
+    /// <summary>The stage holds <see cref="ServerOptions.ActorsPerStageMax"/> actors; a new account's join was refused.</summary>
+    public const ushort StageFull = 60023;
+
     /// <summary>Returns a short name for a runtime error code, or the number for user codes.</summary>
     public static string Describe(ushort code) => code switch
     {
@@ -93,6 +99,8 @@ public static class ErrorCodes
         NotInStage => nameof(NotInStage),
         TooManyUnansweredRequests => nameof(TooManyUnansweredRequests),
         MeshSendQueueFull => nameof(MeshSendQueueFull),
+        TooManyStages => nameof(TooManyStages),
+        StageFull => nameof(StageFull),
         _ => code.ToString(System.Globalization.CultureInfo.InvariantCulture),
     };
 }

@@ -20,6 +20,9 @@ public sealed record NodeParts
     /// <summary>Makes the stage registry of each play server (stages by id, from before their create until they are gone, B16).</summary>
     internal Func<PlayServer, IStageRegistry> StageRegistry { get; init; } = static _ => new PlayHouse.Core.Runtime.StageRegistry();
 
+    /// <summary>Makes the table of a stage's disconnected actors, from which they expire (<see cref="ServerOptions.DisconnectedActorExpiry"/>).</summary>
+    internal Func<StageHost, IDisconnectedActorTable> DisconnectedActors { get; init; } = static _ => new DisconnectedActorQueue();
+
     /// <summary>Makes the allocator of stage ids for creates that name none, one per play server (B16).</summary>
     internal Func<PlayServer, IStageIdAllocator> StageIds { get; init; } = static _ => new SequentialStageIds();
 

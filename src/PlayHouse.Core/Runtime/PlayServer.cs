@@ -28,6 +28,8 @@ public sealed class PlayServer : ServerNode
     private readonly ISessionTable _sessions;
     private long _nextActorInstance;
     private int _stagesHighWater;
+    private int _actors;
+    private int _actorsHighWater;
     private int _handlersInProgress;
 
     // Read per frame and per handler: copied from the options and parts once.
@@ -66,6 +68,24 @@ public sealed class PlayServer : ServerNode
             using (NodeLock.Enter(_sessionsGate))
             {
                 return _sessions.Count;
+            }
+        }
+    }
+
+    /// <summary>Actors joined to this server's stages now, connected or waiting to reconnect.</summary>
+    public int ActorCount => Volatile.Read(ref _actors);
+
+    /// <summary>The most actors this server's stages held at once.</summary>
+    public int ActorsHighWater => Volatile.Read(ref _actorsHighWater);
+
+    /// <summary>The most stages this server held at once.</summary>
+    public int StagesHighWater
+    {
+        get
+        {
+            using (NodeLock.Enter(_stagesGate))
+            {
+                return _stagesHighWater;
             }
         }
     }
@@ -334,11 +354,33 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (!stage.Post(message))
+        if (stage.Post(message))
         {
-            RefuseStageMessage(stage, message);
-            OnJoinFailed(session);
+            return;
         }
+
+        if (stage.IsClosed && Options.DefaultStageType is not null)
+        {
+            // The stage closed between the lookup and the post (it had stayed idle): an idle stage leaves the registry as
+            // it closes, so a second lookup finds or creates its successor.
+            var successor = FindOrCreateForJoin(stageId, out errorCode);
+            if (successor is null)
+            {
+                payload.DisposeIfOwner();
+                TryReplyError(reply, errorCode, stageId);
+                OnJoinFailed(session);
+                return;
+            }
+
+            stage = successor;
+            if (stage.Post(message))
+            {
+                return;
+            }
+        }
+
+        RefuseStageMessage(stage, message);
+        OnJoinFailed(session);
     }
 
     private StageHost? FindOrCreateForJoin(long stageId, out ushort errorCode)
@@ -386,6 +428,14 @@ public sealed class PlayServer : ServerNode
             if (!_stageTypes.TryGetValue(stageType, out var registration))
             {
                 errorCode = ErrorCodes.UnknownStageType;
+                return null;
+            }
+
+            if (_stages.Count >= Options.StagesMax)
+            {
+                // Every stage id a client names would otherwise be a new stage: the registry stops at its cap.
+                Counters.AddStageRefusedAtCap();
+                errorCode = ErrorCodes.TooManyStages;
                 return null;
             }
 
@@ -453,6 +503,39 @@ public sealed class PlayServer : ServerNode
     }
 
     internal long NextActorInstance() => Interlocked.Increment(ref _nextActorInstance);
+
+    /// <summary>An idle stage closes: under the registry lock it is marked closed (if nothing is queued for it) and leaves the registry at once.</summary>
+    internal bool TryRetireIdleStage(StageHost stage)
+    {
+        using (NodeLock.Enter(_stagesGate))
+        {
+            if (!stage.TryCloseIfQuiet())
+            {
+                return false;
+            }
+
+            _stages.Remove(stage, StageRemoval.Destroyed);
+            return true;
+        }
+    }
+
+    internal void OnActorAdded()
+    {
+        var now = Interlocked.Increment(ref _actors);
+        var high = Volatile.Read(ref _actorsHighWater);
+        while (now > high)
+        {
+            var seen = Interlocked.CompareExchange(ref _actorsHighWater, now, high);
+            if (seen == high)
+            {
+                break;
+            }
+
+            high = seen;
+        }
+    }
+
+    internal void OnActorRemoved() => Interlocked.Decrement(ref _actors);
 
     /// <summary>Binds a joined (or re-joined) actor to the session; false when the session closed meanwhile.</summary>
     internal bool CompleteJoin(ClientSession session, ActorHost actor)

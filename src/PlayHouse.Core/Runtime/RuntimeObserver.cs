@@ -38,6 +38,9 @@ public enum StageWorkKind
     OffStageResult,
     Leave,
     Destroy,
+
+    /// <summary>Expires disconnected actors whose time is up and closes the stage when it stayed idle too long.</summary>
+    Housekeeping,
 }
 
 /// <summary>

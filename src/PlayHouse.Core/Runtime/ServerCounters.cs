@@ -34,6 +34,10 @@ public sealed class ServerCounters
     private long _unansweredRequestsRefused;
     private long _unansweredRequestsExpired;
     private long _repliesAfterExpiry;
+    private long _stagesRefusedAtCap;
+    private long _joinsRefusedAtCap;
+    private long _disconnectedActorsExpired;
+    private long _idleStagesClosed;
 
     public long MailboxRefused => Volatile.Read(ref _mailboxRefused);
 
@@ -101,6 +105,18 @@ public sealed class ServerCounters
     /// <summary>Replies to requests whose ledger entries had expired; still sent (the requester may count them late), never thrown.</summary>
     public long RepliesAfterExpiry => Volatile.Read(ref _repliesAfterExpiry);
 
+    /// <summary>Stage creates refused with <see cref="ErrorCodes.TooManyStages"/> at <see cref="ServerOptions.StagesMax"/>.</summary>
+    public long StagesRefusedAtCap => Volatile.Read(ref _stagesRefusedAtCap);
+
+    /// <summary>Joins of new accounts refused with <see cref="ErrorCodes.StageFull"/> at <see cref="ServerOptions.ActorsPerStageMax"/>.</summary>
+    public long JoinsRefusedAtCap => Volatile.Read(ref _joinsRefusedAtCap);
+
+    /// <summary>Disconnected actors destroyed because their account did not reconnect within <see cref="ServerOptions.DisconnectedActorExpiry"/>.</summary>
+    public long DisconnectedActorsExpired => Volatile.Read(ref _disconnectedActorsExpired);
+
+    /// <summary>Stages closed because they stayed idle for <see cref="ServerOptions.IdleStageCloseAfter"/>.</summary>
+    public long IdleStagesClosed => Volatile.Read(ref _idleStagesClosed);
+
     /// <summary>All counters by name, in name order, for reports.</summary>
     public IReadOnlyList<KeyValuePair<string, long>> Snapshot() =>
     [
@@ -108,9 +124,12 @@ public sealed class ServerCounters
         new(nameof(ClientPushesToDisconnected), ClientPushesToDisconnected),
         new(nameof(ClientSendsRefused), ClientSendsRefused),
         new(nameof(CycleRequestsRefused), CycleRequestsRefused),
+        new(nameof(DisconnectedActorsExpired), DisconnectedActorsExpired),
         new(nameof(DuplicateReplies), DuplicateReplies),
         new(nameof(GameLoopStepsDropped), GameLoopStepsDropped),
         new(nameof(HandlerFailures), HandlerFailures),
+        new(nameof(IdleStagesClosed), IdleStagesClosed),
+        new(nameof(JoinsRefusedAtCap), JoinsRefusedAtCap),
         new(nameof(LateReplies), LateReplies),
         new(nameof(MailboxRefused), MailboxRefused),
         new(nameof(MeshSendsRefused), MeshSendsRefused),
@@ -125,6 +144,7 @@ public sealed class ServerCounters
         new(nameof(SecondReplyAttempts), SecondReplyAttempts),
         new(nameof(SelfRequestsRefused), SelfRequestsRefused),
         new(nameof(SessionsClosedBeforeAuthentication), SessionsClosedBeforeAuthentication),
+        new(nameof(StagesRefusedAtCap), StagesRefusedAtCap),
         new(nameof(TimerTicksCoalesced), TimerTicksCoalesced),
         new(nameof(UnansweredRequestsExpired), UnansweredRequestsExpired),
         new(nameof(UnansweredRequestsRefused), UnansweredRequestsRefused),
@@ -189,4 +209,12 @@ public sealed class ServerCounters
     internal void AddUnansweredRequestsExpired(long count) => Interlocked.Add(ref _unansweredRequestsExpired, count);
 
     internal void AddReplyAfterExpiry() => Interlocked.Increment(ref _repliesAfterExpiry);
+
+    internal void AddStageRefusedAtCap() => Interlocked.Increment(ref _stagesRefusedAtCap);
+
+    internal void AddJoinRefusedAtCap() => Interlocked.Increment(ref _joinsRefusedAtCap);
+
+    internal void AddDisconnectedActorExpired() => Interlocked.Increment(ref _disconnectedActorsExpired);
+
+    internal void AddIdleStageClosed() => Interlocked.Increment(ref _idleStagesClosed);
 }

@@ -34,6 +34,35 @@ public sealed record ServerOptions
     /// </summary>
     public int OffStageInFlightMax { get; init; } = 1_000;
 
+    /// <summary>
+    /// Stages a play server holds at once (creating, running or closing). A create past it (a client authenticating into
+    /// a new stage id, or a create request) is refused with <see cref="ErrorCodes.TooManyStages"/> and counted in
+    /// <see cref="ServerCounters.StagesRefusedAtCap"/>; existing stages are unaffected.
+    /// </summary>
+    public int StagesMax { get; init; } = 100_000;
+
+    /// <summary>
+    /// Actors one stage holds, connected or not. A join by a new account past it is refused with
+    /// <see cref="ErrorCodes.StageFull"/> and counted in <see cref="ServerCounters.JoinsRefusedAtCap"/>; a reconnect of an
+    /// account that already has its actor in the stage is never refused.
+    /// </summary>
+    public int ActorsPerStageMax { get; init; } = 20_000;
+
+    /// <summary>
+    /// How long an actor whose client disconnected waits in its stage for the account to reconnect. Then the stage
+    /// destroys it (OnDestroy, as if it had left; counted in <see cref="ServerCounters.DisconnectedActorsExpired"/>). Timed
+    /// from when the stage handles the disconnect, on the node's <see cref="TimeProvider"/>, so virtual time decides it in
+    /// simulation. Null keeps disconnected actors until they leave or the stage closes.
+    /// </summary>
+    public TimeSpan? DisconnectedActorExpiry { get; init; } = TimeSpan.FromMinutes(1);
+
+    /// <summary>
+    /// How long a stage may stay idle (no actors, no timers, no game loop, no off-stage work, nothing queued) before the
+    /// server closes it (OnDestroy; counted in <see cref="ServerCounters.IdleStagesClosed"/>). Timed from when its last
+    /// actor went (or from its create), on the node's <see cref="TimeProvider"/>. Null never closes a stage by itself.
+    /// </summary>
+    public TimeSpan? IdleStageCloseAfter { get; init; } = TimeSpan.FromMinutes(1);
+
     /// <summary>The msg id a client must send first.</summary>
     public string AuthenticateMsgId { get; init; } = "AuthenticateRequest";
 
@@ -62,6 +91,10 @@ public sealed record ServerOptions
         Require(OffStageInFlightMax > 0, nameof(OffStageInFlightMax));
         Require(!string.IsNullOrEmpty(AuthenticateMsgId), nameof(AuthenticateMsgId));
         Require(RecentCompletionsMax >= 0, nameof(RecentCompletionsMax));
+        Require(StagesMax > 0, nameof(StagesMax));
+        Require(ActorsPerStageMax > 0, nameof(ActorsPerStageMax));
+        Require(DisconnectedActorExpiry is null || DisconnectedActorExpiry > TimeSpan.Zero, nameof(DisconnectedActorExpiry));
+        Require(IdleStageCloseAfter is null || IdleStageCloseAfter > TimeSpan.Zero, nameof(IdleStageCloseAfter));
     }
 
     private static void Require(bool ok, string name)

@@ -50,6 +50,18 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private AwaitingStage[]? _handlingChainIn;
     private AwaitingStage[]? _handlingChainOut;
 
+    // Housekeeping: disconnected actors expire and an idle stage closes (ServerOptions.DisconnectedActorExpiry and
+    // IdleStageCloseAfter), both through one timer on the node's TimeProvider, armed for the earliest deadline.
+    private readonly long _expiryDelta;
+    private readonly long _idleDelta;
+    private IDisconnectedActorTable? _disconnected;
+    private ITimer? _housekeepingTimer;
+    private long _housekeepingDueTimestamp = long.MaxValue;
+    private bool _housekeepingPosted;
+    private bool _empty;
+    private bool _idleArmPending;
+    private long _emptySinceTimestamp;
+
     public StageHost(PlayServer server, StageRegistration registration, long stageId)
     {
         _server = server;
@@ -63,6 +75,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _replyAddressing = server.ReplyAddressing;
         _callbackDispatch = server.Parts.CallbackDispatch;
         _timers = server.Parts.StageTimers(this);
+        _expiryDelta = ToDelta(server.Options.DisconnectedActorExpiry, server.Time);
+        _idleDelta = ToDelta(server.Options.IdleStageCloseAfter, server.Time);
         _completion = server.Parts.HandlerCompletion;
         _meshSends = server.Parts.MeshSendPayloads;
     }
@@ -498,6 +512,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _handlingChainIn = null;
         _handlingChainOut = null;
         _server.Observer.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
+        if (_idleArmPending)
+        {
+            ArmIdleCloseOnceDrained();
+        }
 
         // The handler's work, awaits included, is over: it leaves the node's pending work and its payload is released.
         _completion.OnCompleted(this, ref message, wasSuspended);
@@ -552,6 +570,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 return RunLeave(message.Actor!);
             case StageWorkKind.Destroy:
                 return RunDestroy();
+            case StageWorkKind.Housekeeping:
+                return RunHousekeeping();
             default:
                 throw new InvalidOperationException($"Unknown stage work kind {message.Kind}.");
         }
@@ -599,6 +619,15 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
 
         _server.OnStageCreated(this);
+        if (_actorsByAccount.Count == 0)
+        {
+            // Usually the first join is queued right behind the create: the idle timer is armed only if the stage is
+            // still empty once its queue has drained, so a stage created for a join leaves no idle wake-up behind (in
+            // simulation that would be an event a minute ahead, keeping a world that is otherwise quiet busy).
+            _empty = true;
+            _emptySinceTimestamp = Time.GetTimestamp();
+            _idleArmPending = _idleDelta >= 0;
+        }
 
         if (message.Reply.IsRequest)
         {
@@ -672,6 +701,20 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             return;
         }
 
+        if (_actorsByAccount.Count >= Options.ActorsPerStageMax)
+        {
+            // At the cap only an account that is already here (a reconnect, above) gets in; a new one is refused before
+            // any join callback runs, and the actor made for it is destroyed.
+            Counters.AddJoinRefusedAtCap();
+            auth.ReplyPayload.DisposeIfOwner();
+            _server.TryReplyError(message.Reply, ErrorCodes.StageFull, StageId);
+            _server.OnJoinFailed(session);
+            actorHost.IsDestroyed = true;
+            Lifecycle(actorHost, LifecycleEvent.ActorDestroy);
+            await actor.OnDestroy();
+            return;
+        }
+
         actorHost.AccountId = auth.AccountId;
         Lifecycle(actorHost, LifecycleEvent.ActorPostAuthenticate);
         await actor.OnPostAuthenticate();
@@ -691,6 +734,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         actorHost.IsJoined = true;
         _actorsByAccount.Add(auth.AccountId, actorHost);
         _actorOrder.Add(actor);
+        _empty = false;
+        _server.OnActorAdded();
         var bound = _server.CompleteJoin(session, actorHost);
         if (bound)
         {
@@ -706,6 +751,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         if (!bound)
         {
             // The client left while joining: the actor stays, disconnected, as after any disconnect.
+            BeginExpiry(actorHost);
             Lifecycle(actorHost, LifecycleEvent.ActorDisconnected);
             await _stage.OnConnectionChanged(actor, false);
         }
@@ -724,6 +770,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
 
         actor.Session = null;
+        BeginExpiry(actor);
         Lifecycle(actor, LifecycleEvent.ActorDisconnected);
         await _stage!.OnConnectionChanged(actor.User, false);
     }
@@ -736,6 +783,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
 
         RemoveActor(actor);
+        if (_actorsByAccount.Count == 0)
+        {
+            BecameEmpty();
+        }
+
         Lifecycle(actor, LifecycleEvent.ActorDestroy);
         await actor.User.OnDestroy();
     }
@@ -747,6 +799,12 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             return;
         }
 
+        await DestroyStage();
+    }
+
+    /// <summary>Destroys every actor, then the stage, and closes it (the stage may already refuse posts).</summary>
+    private async ValueTask DestroyStage()
+    {
         foreach (var actor in _actorsByAccount.Values.OrderBy(a => a.Instance).ToList())
         {
             RemoveActor(actor);
@@ -762,7 +820,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private void RemoveActor(ActorHost actor)
     {
         actor.IsJoined = false;
-        _actorsByAccount.Remove(actor.AccountId);
+        if (_actorsByAccount.Remove(actor.AccountId))
+        {
+            _server.OnActorRemoved();
+        }
+
         _actorOrder.Remove(actor.User);
         _server.UnbindActor(actor);
         actor.Session = null;
@@ -793,6 +855,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
         _gameLoop?.Stop();
         _gameLoop = null;
+        _housekeepingTimer?.Dispose();
         _server.RemoveStage(this, why);
         for (var i = 0; i < orphans.Count; i++)
         {
@@ -895,6 +958,195 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         Post(new StageMessage { Kind = StageWorkKind.Destroy });
     }
+
+    // ---- Housekeeping: expiry of disconnected actors, closing when idle ----
+
+    /// <summary>The stage handled the disconnect of <paramref name="actor"/>: it expires after the configured time unless its account reconnects.</summary>
+    private void BeginExpiry(ActorHost actor)
+    {
+        actor.DisconnectGeneration++;
+        if (_expiryDelta < 0)
+        {
+            return;
+        }
+
+        var deadline = SaturatingAdd(Time.GetTimestamp(), _expiryDelta);
+        _disconnected ??= _server.Parts.DisconnectedActors(this);
+        _disconnected.Add(new DisconnectedActor(actor, actor.DisconnectGeneration, deadline));
+        ArmHousekeeping(deadline);
+    }
+
+    /// <summary>The stage has no actor left (or was created without one): it closes once it has been idle long enough.</summary>
+    private void BecameEmpty()
+    {
+        _idleArmPending = false;
+        _empty = true;
+        _emptySinceTimestamp = Time.GetTimestamp();
+        if (_idleDelta >= 0)
+        {
+            ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
+        }
+    }
+
+    /// <summary>After a message: a stage created empty arms its idle close once nothing is queued any more and it is still empty.</summary>
+    private void ArmIdleCloseOnceDrained()
+    {
+        if (!_empty)
+        {
+            _idleArmPending = false;
+            return;
+        }
+
+        using (NodeLock.Enter(_gate))
+        {
+            if (_mailbox.Count > 0)
+            {
+                return;
+            }
+        }
+
+        _idleArmPending = false;
+        ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
+    }
+
+    /// <summary>Arms the housekeeping timer for <paramref name="dueTimestamp"/> unless it is already armed for that or earlier.</summary>
+    /// <remarks>Called only from this stage's turns.</remarks>
+    private void ArmHousekeeping(long dueTimestamp)
+    {
+        // Only ever brought forward: the housekeeping turn re-arms for whatever is due next, so a later deadline needs no
+        // timer change (each change is a queued event in simulation).
+        if (dueTimestamp >= _housekeepingDueTimestamp)
+        {
+            return;
+        }
+
+        _housekeepingDueTimestamp = dueTimestamp;
+        var now = Time.GetTimestamp();
+        var delay = dueTimestamp <= now ? TimeSpan.Zero : Time.GetElapsedTime(now, dueTimestamp);
+        _housekeepingTimer ??= Time.CreateTimer(static s => ((StageHost)s!).OnHousekeepingDue(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        _housekeepingTimer.Change(delay, Timeout.InfiniteTimeSpan);
+    }
+
+    /// <summary>The housekeeping timer fired (on the clock's thread): one housekeeping message at a time goes into the mailbox.</summary>
+    private void OnHousekeepingDue()
+    {
+        using (NodeLock.Enter(_gate))
+        {
+            if (_state == StageState.Closed || _housekeepingPosted)
+            {
+                return;
+            }
+
+            _housekeepingPosted = true;
+        }
+
+        Post(new StageMessage { Kind = StageWorkKind.Housekeeping });
+    }
+
+    private async ValueTask RunHousekeeping()
+    {
+        using (NodeLock.Enter(_gate))
+        {
+            _housekeepingPosted = false;
+        }
+
+        _housekeepingDueTimestamp = long.MaxValue;
+        var now = Time.GetTimestamp();
+        if (_disconnected is not null)
+        {
+            while (_disconnected.TryTakeDue(now, out var entry))
+            {
+                var actor = entry.Actor;
+                if (!actor.IsJoined || actor.Session is not null || actor.DisconnectGeneration != entry.Generation)
+                {
+                    // The account reconnected, the actor left, or it disconnected again (a later entry times that).
+                    continue;
+                }
+
+                RemoveActor(actor);
+                Counters.AddDisconnectedActorExpired();
+                if (_actorsByAccount.Count == 0)
+                {
+                    BecameEmpty();
+                }
+
+                Lifecycle(actor, LifecycleEvent.ActorDestroy);
+                try
+                {
+                    await actor.User.OnDestroy();
+                }
+                catch (Exception ex)
+                {
+                    // One actor's failing OnDestroy must not keep the others past their expiry.
+                    HandlerFailed(StageWorkKind.Housekeeping, null, ex);
+                }
+            }
+        }
+
+        if (_empty && _idleDelta >= 0 && now - _emptySinceTimestamp >= _idleDelta)
+        {
+            if (_timers.Count == 0 && _gameLoop is null && _offStageInFlight == 0 && _server.TryRetireIdleStage(this))
+            {
+                Counters.AddIdleStageClosed();
+                await DestroyStage();
+                return;
+            }
+
+            // Timers, a game loop, work in flight or queued messages: the stage is not idle, so the span starts again.
+            _emptySinceTimestamp = now;
+        }
+
+        var next = _disconnected?.NextDeadlineTimestamp ?? long.MaxValue;
+        if (_empty && _idleDelta >= 0)
+        {
+            next = Math.Min(next, SaturatingAdd(_emptySinceTimestamp, _idleDelta));
+        }
+
+        if (next != long.MaxValue)
+        {
+            ArmHousekeeping(next);
+        }
+    }
+
+    /// <summary>
+    /// Closes the stage if nothing is queued for it and no close was asked for; called by the play server under its
+    /// registry lock, so the stage leaves the registry in the same step and a join that finds it closed can create its
+    /// successor at once.
+    /// </summary>
+    internal bool TryCloseIfQuiet()
+    {
+        using (NodeLock.Enter(_gate))
+        {
+            if (_closeRequested || _mailbox.Count > 0 || _continuations.Count > 0)
+            {
+                return false;
+            }
+
+            _closeRequested = true;
+            _state = StageState.Closed;
+            return true;
+        }
+    }
+
+    /// <summary>A span as a delta of <paramref name="time"/>'s timestamps; -1 for none (null), saturated far beyond any run.</summary>
+    private static long ToDelta(TimeSpan? span, TimeProvider time)
+    {
+        if (span is not { } value)
+        {
+            return -1;
+        }
+
+        try
+        {
+            return TimestampSpan.ToDelta(value, time.TimestampFrequency);
+        }
+        catch (OverflowException)
+        {
+            return long.MaxValue / 4;
+        }
+    }
+
+    private static long SaturatingAdd(long timestamp, long delta) => timestamp > long.MaxValue - delta ? long.MaxValue - 1 : timestamp + delta;
 
     // ---- Timers ----
 
