@@ -54,6 +54,31 @@ public sealed class RequestTableTests
     }
 
     [Fact]
+    public void Timeout_OfAnEntryThatMustMoveUpWhenAReplyRemovesAnother_StillFiresAtItsDeadline()
+    {
+        // Removing request 3 moves the heap's last entry (request 6, 2 ms) under a parent due at 5 ms; only a sift up
+        // puts it back above that parent, otherwise it would wait for the parent and fire 3 ms late.
+        int[] timeoutsMs = [7, 5, 11, 11, 1, 2, 2];
+        using var bench = new TableBench();
+        var tasks = timeoutsMs.Select(ms => bench.Issue(TimeSpan.FromMilliseconds(ms))).ToArray();
+        bench.Reply(bench.SentSeqs[3]);
+
+        for (var nowMs = 1; nowMs <= 12; nowMs++)
+        {
+            bench.Advance(TimeSpan.FromMilliseconds(1));
+            for (var i = 0; i < tasks.Length; i++)
+            {
+                Assert.True(tasks[i].IsCompleted == (i == 3 || timeoutsMs[i] <= nowMs), $"request {i} (timeout {timeoutsMs[i]} ms) at {nowMs} ms");
+            }
+        }
+
+        Assert.Equal(ErrorCodes.RequestTimeout, RuntimeHarness.Completed(tasks[6]).ErrorCode);
+        Assert.Equal(ErrorCodes.Success, RuntimeHarness.Completed(tasks[3]).ErrorCode);
+        RuntimeHarness.Completed(tasks[3]).Dispose();
+        bench.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void RecentCompletions_BeyondTheirCap_ForgetTheOldest_SoItsLateReplyCountsAsUnknown()
     {
         using var bench = new TableBench(new ServerOptions { RecentCompletionsMax = 2 });
