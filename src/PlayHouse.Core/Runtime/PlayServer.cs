@@ -143,6 +143,57 @@ public sealed class PlayServer : ServerNode
         }
     }
 
+    /// <summary>
+    /// True when <paramref name="target"/>'s current handler awaits, through stages of this server that each await the
+    /// next, the stage <paramref name="senderStageId"/> (at most <see cref="AwaitingStage.ChainLengthMax"/> hops). A
+    /// request from that stage to <paramref name="target"/> would then close a cycle of waits.
+    /// </summary>
+    /// <remarks>
+    /// Each stage is read under its own lock, one at a time, never two at once, so the walk cannot deadlock with a
+    /// walk that starts elsewhere. Across threads a wait may end while the walk reads the next stage; the walk then
+    /// sees a cycle that just dissolved, which refuses one request that would have waited briefly. In simulation (one
+    /// thread) the walk is exact.
+    /// </remarks>
+    internal bool AwaitsLocalStage(StageHost target, long senderStageId)
+    {
+        var frontier = new List<long>();
+        target.CollectLocalAwaitTargets(frontier);
+        if (frontier.Count == 0)
+        {
+            return false;
+        }
+
+        var seen = new HashSet<long> { target.StageId };
+        for (var hop = 0; hop < AwaitingStage.ChainLengthMax && frontier.Count > 0; hop++)
+        {
+            var next = new List<long>();
+            foreach (var stageId in frontier)
+            {
+                if (stageId == senderStageId)
+                {
+                    return true;
+                }
+
+                if (!seen.Add(stageId))
+                {
+                    continue;
+                }
+
+                StageHost? stage;
+                using (NodeLock.Enter(_stagesGate))
+                {
+                    _stages.TryGet(stageId, out stage);
+                }
+
+                stage?.CollectLocalAwaitTargets(next);
+            }
+
+            frontier = next;
+        }
+
+        return false;
+    }
+
     public bool HasStage(long stageId)
     {
         using (NodeLock.Enter(_stagesGate))

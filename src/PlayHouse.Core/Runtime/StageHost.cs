@@ -215,6 +215,41 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// </summary>
     public bool IsInCycleWith(in MeshMessage request)
     {
+        if (IsInChainedCycleWith(request))
+        {
+            return true;
+        }
+
+        // Waits that started independently (three handlers, each started by its own client, each awaiting the next)
+        // carry no chain that names them all; on one server the stages' own waits show the cycle.
+        return string.Equals(request.From, NodeId, StringComparison.Ordinal) && _server.AwaitsLocalStage(this, request.FromStageId);
+    }
+
+    /// <summary>
+    /// Adds the stages of this server that the current handler awaits to <paramref name="into"/>; nothing when no
+    /// handler is in progress. Takes only this stage's lock.
+    /// </summary>
+    internal void CollectLocalAwaitTargets(List<long> into)
+    {
+        using (NodeLock.Enter(_gate))
+        {
+            if (!_handlerInProgress)
+            {
+                return;
+            }
+
+            foreach (var awaited in _awaitedRequests)
+            {
+                if (awaited.TargetStageId != 0 && string.Equals(awaited.TargetNodeId, NodeId, StringComparison.Ordinal))
+                {
+                    into.Add(awaited.TargetStageId);
+                }
+            }
+        }
+    }
+
+    private bool IsInChainedCycleWith(in MeshMessage request)
+    {
         using (NodeLock.Enter(_gate))
         {
             if (!_handlerInProgress || _awaitedRequests.Count == 0)

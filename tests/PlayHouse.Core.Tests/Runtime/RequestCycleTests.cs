@@ -31,6 +31,82 @@ public sealed class RequestCycleTests
     }
 
     [Fact]
+    public void ThreeStageCycle_OfIndependentlyStartedHandlers_InOneNode_FailsFastAndEveryHandlerFinishes()
+    {
+        // Three handlers, each started by its own message, each await the next stage: no request carries a chain that
+        // names the others, so only the stages' own waits show the cycle.
+        using var h = new RuntimeHarness();
+        var outcomes = new List<(long StageId, ushort ErrorCode)>();
+        for (long stageId = 1; stageId <= 3; stageId++)
+        {
+            var create = h.Api.CreateStage(RuntimeHarness.PlayNode, RuntimeHarness.StageType, stageId, "create", Payload.Empty);
+            h.Pump();
+            Assert.True(RuntimeHarness.Completed(create).IsSuccess);
+            var next = (stageId % 3) + 1;
+            h.Stages[stageId].OnServer = async (s, packet) =>
+            {
+                if (packet.MsgId != "Start")
+                {
+                    s.Link.Reply(packet, ErrorCodes.Success);
+                    return;
+                }
+
+                using var response = await s.Link.RequestToStage(RuntimeHarness.PlayNode, next, "Ask", Payload.Empty, Timeout);
+                outcomes.Add((s.Link.StageId, response.ErrorCode));
+            };
+        }
+
+        for (long stageId = 1; stageId <= 3; stageId++)
+        {
+            h.Api.SendToStage(RuntimeHarness.PlayNode, stageId, "Start", Payload.Empty);
+        }
+
+        h.Pump();
+
+        // Stage 3's request to stage 1 closes the cycle and is refused at once; that frees stage 3 to answer stage 2,
+        // which then answers stage 1.
+        Assert.Equal([(3L, ErrorCodes.RequestCycle), (2L, ErrorCodes.Success), (1L, ErrorCodes.Success)], outcomes);
+        Assert.Equal(1, h.Play.Counters.CycleRequestsRefused);
+        Assert.Equal(0, h.Play.Counters.RequestTimeouts);
+        Assert.Equal(0, h.Clock.NowTicks);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void IndependentWaitsThatDoNotCloseACycle_AreNotRefused()
+    {
+        // Stages 1 and 2 await stage 3, which answers: two waits on one stage are not a cycle.
+        using var h = new RuntimeHarness();
+        var outcomes = new List<(long StageId, ushort ErrorCode)>();
+        for (long stageId = 1; stageId <= 3; stageId++)
+        {
+            var create = h.Api.CreateStage(RuntimeHarness.PlayNode, RuntimeHarness.StageType, stageId, "create", Payload.Empty);
+            h.Pump();
+            Assert.True(RuntimeHarness.Completed(create).IsSuccess);
+            h.Stages[stageId].OnServer = async (s, packet) =>
+            {
+                if (packet.MsgId != "Start")
+                {
+                    s.Link.Reply(packet, ErrorCodes.Success);
+                    return;
+                }
+
+                using var response = await s.Link.RequestToStage(RuntimeHarness.PlayNode, 3, "Ask", Payload.Empty, Timeout);
+                outcomes.Add((s.Link.StageId, response.ErrorCode));
+            };
+        }
+
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Start", Payload.Empty);
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 2, "Start", Payload.Empty);
+        h.Pump();
+
+        Assert.Equal([(1L, ErrorCodes.Success), (2L, ErrorCodes.Success)], outcomes);
+        Assert.Equal(0, h.Play.Counters.CycleRequestsRefused);
+        Assert.Equal(0, h.Clock.NowTicks);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void FourStageCycle_InOneNode_FailsFastAtTheClosingRequest()
     {
         using var h = new RuntimeHarness();
