@@ -306,6 +306,75 @@ public sealed class PayloadOwnershipTests
         Assert.Throws<InvalidOperationException>(() => empty.SetLength(1));
     }
 
+    [Theory]
+    [InlineData("read Span", "read")]
+    [InlineData("read Memory", "read")]
+    [InlineData("write", "write")]
+    [InlineData("write Memory", "write")]
+    [InlineData("Length", "read the length of")]
+    [InlineData("Capacity", "read the capacity of")]
+    [InlineData("SetLength", "set length")]
+    [InlineData("Move", "move")]
+    public void Use_AfterReturn_NamesWhatWasAttempted(string use, string action)
+    {
+        var pool = new MessagePool();
+        var payload = pool.Rent(100, "owner");
+        payload.Dispose();
+
+        var error = Assert.Throws<PoolOwnershipException>(() => Use(payload, use));
+
+        Assert.StartsWith($"Cannot {action} buffer #{payload.BufferId} (128 B)", error.Message, StringComparison.Ordinal);
+        Assert.Equal(payload.BufferId, error.BufferId);
+    }
+
+    [Fact]
+    public void Empty_GivesEmptyViewsAndZeroCapacity_AndOnlyLengthZeroFits()
+    {
+        var empty = Payload.Empty;
+
+        Assert.True(empty.Memory.IsEmpty);
+        Assert.True(empty.WritableSpan.IsEmpty);
+        Assert.True(empty.WritableMemory.IsEmpty);
+        Assert.Equal(0, empty.Capacity);
+        Assert.Equal(0, empty.BufferId);
+        Assert.Null(empty.Owner);
+
+        empty.SetLength(0);
+        var error = Assert.Throws<InvalidOperationException>(() => empty.SetLength(1));
+        Assert.Equal("The empty payload has no capacity.", error.Message);
+    }
+
+    [Fact]
+    public void ToString_NamesTheBufferLengthAndOwner_OrSaysEmpty()
+    {
+        var pool = new MessagePool();
+        using var payload = pool.Rent(10, "stage-3");
+
+        Assert.Equal($"Payload(#{payload.BufferId}, 10 B, owner 'stage-3')", payload.ToString());
+        Assert.Equal("Payload(empty)", Payload.Empty.ToString());
+    }
+
+    [Theory]
+    [MemberData(nameof(BothModes))]
+    public void Move_AfterReRent_NeverRevivesAHandleOfAnEarlierRent(bool checkedMode)
+    {
+        // Each move bumps the generation forward; a step back would land on a generation an old handle still holds.
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = checkedMode });
+        var firstRent = pool.Rent(100, "first");
+        firstRent.Dispose();
+        var secondRent = pool.Rent(100, "second");
+        Assert.Equal(firstRent.BufferId, secondRent.BufferId);
+
+        var moved = secondRent.Move("third");
+
+        Assert.True(moved.IsOwner);
+        Assert.False(secondRent.IsOwner);
+        Assert.False(firstRent.IsOwner);
+        Assert.Throws<PoolOwnershipException>(() => firstRent.Span.Length);
+        moved.Dispose();
+        Assert.Equal(2, pool.GetStatistics().Returns);
+    }
+
     private static void Use(Payload payload, string use)
     {
         switch (use)

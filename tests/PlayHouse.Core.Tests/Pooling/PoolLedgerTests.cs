@@ -116,4 +116,57 @@ public sealed class PoolLedgerTests
         Assert.Empty(pool.GetOutstanding());
         pool.ThrowIfLeaks();
     }
+
+    [Theory]
+    [InlineData(10, "")]
+    [InlineData(11, ", and 1 more")]
+    public void ThrowIfLeaks_AtAndJustAboveTenLeaks_CountsOnlyTheUnnamed(int leakCount, string tail)
+    {
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
+        var leaked = Enumerable.Range(0, leakCount).Select(i => pool.Rent(10, $"owner-{i}")).ToArray();
+
+        var error = Assert.Throws<PoolOwnershipException>(pool.ThrowIfLeaks);
+
+        // The names are joined by ", " and the message ends with the count of the ones left out, if any.
+        Assert.Contains($"owner 'owner-0'), #{leaked[1].BufferId} ", error.Message, StringComparison.Ordinal);
+        Assert.EndsWith($"owner 'owner-9'){tail}.", error.Message, StringComparison.Ordinal);
+        Array.ForEach(leaked, p => p.Dispose());
+    }
+
+    [Fact]
+    public void Rent_OfABufferTheLedgerStillLists_ThrowsAndReachesTheHook()
+    {
+        // A return path that put a buffer back without taking it off the ledger: the next rent of it must not hand it out.
+        var faults = new List<PoolOwnershipException>();
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, OnOwnershipFault = faults.Add });
+        var payload = pool.Rent(100, "first");
+        var buffer = payload.Buffer!;
+        payload.Dispose();
+        buffer.LedgerSlot = 0;
+
+        var error = Assert.Throws<PoolOwnershipException>(() => pool.Rent(100, "second"));
+
+        Assert.Contains($"handed out buffer #{buffer.Id} (128 B) to 'second' while its ledger still lists it", error.Message, StringComparison.Ordinal);
+        Assert.Equal(buffer.Id, error.BufferId);
+        Assert.Same(error, Assert.Single(faults));
+    }
+
+    [Fact]
+    public void Return_OfABufferTheLedgerDoesNotList_ThrowsAndReachesTheHook()
+    {
+        // A rent path that handed a buffer out without listing it: its return must fail loudly, not corrupt the ledger.
+        var faults = new List<PoolOwnershipException>();
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, Name = "ledger", OnOwnershipFault = faults.Add });
+        var listed = pool.Rent(100, "listed");
+        var unlisted = pool.Rent(100, "unlisted");
+        unlisted.Buffer!.LedgerSlot = -1;
+
+        var error = Assert.Throws<PoolOwnershipException>(unlisted.Dispose);
+
+        Assert.Equal($"Cannot return buffer #{unlisted.BufferId} (128 B) (owner 'unlisted'): the ledger of pool 'ledger' does not list it as outstanding.", error.Message);
+        Assert.Equal(unlisted.BufferId, error.BufferId);
+        Assert.Same(error, Assert.Single(faults));
+        Assert.Equal(2, pool.GetOutstanding().Count);
+        listed.Dispose();
+    }
 }

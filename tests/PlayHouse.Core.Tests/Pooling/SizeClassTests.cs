@@ -109,19 +109,4 @@ public sealed class SizeClassTests
         Assert.Equal(129, payload.Length);
         Assert.Equal(160, payload.Capacity);
     }
-
-    [Fact]
-    public void Constructor_WithClassesNotAscending_Throws()
-    {
-        var error = Assert.Throws<ArgumentException>(() => new MessagePool(new MessagePoolOptions { SizeClassBytes = [128, 256, 256] }));
-
-        Assert.Contains("ascend", error.Message, StringComparison.Ordinal);
-    }
-
-    [Fact]
-    public void Constructor_WithNegativeCapacity_Throws()
-    {
-        Assert.Throws<ArgumentOutOfRangeException>(() => new MessagePool(new MessagePoolOptions { LocalCacheCapacityPerClass = -1 }));
-        Assert.Throws<ArgumentOutOfRangeException>(() => new MessagePool(new MessagePoolOptions { GlobalCapacityPerClass = -1 }));
-    }
 }

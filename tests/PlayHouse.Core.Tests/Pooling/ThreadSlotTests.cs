@@ -40,4 +40,26 @@ public sealed class ThreadSlotTests
         PoolTestSupport.AssertBalanced(pool);
         PoolTestSupport.AssertIdentities(pool);
     }
+
+    [Fact]
+    public void AssignCurrent_OnAFreshThread_AssignsOnceAndCurrentReportsIt()
+    {
+        int before = 0, first = 0, second = 0, current = 0, highWater = 0;
+        var worker = new Thread(() =>
+        {
+            before = ThreadSlots.CurrentOrMinusOne;
+            first = ThreadSlots.AssignCurrent();
+            second = ThreadSlots.AssignCurrent();
+            current = ThreadSlots.CurrentOrMinusOne;
+            highWater = ThreadSlots.HighWaterMark;
+        });
+        worker.Start();
+        worker.Join();
+
+        Assert.Equal(-1, before);
+        Assert.True(first >= 0, $"index {first}");
+        Assert.Equal(first, second);
+        Assert.Equal(first, current);
+        Assert.True(highWater > first, $"high-water mark {highWater} at or below a live index {first}");
+    }
 }
