@@ -189,15 +189,23 @@ public sealed class ClientFrameCodecTests
             writer.ResetWrittenCount();
         }
 
-        var before = GC.GetAllocatedBytesForCurrentThread();
-        for (var i = 0; i < 1000; i++)
+        // Three windows of 1,000 rounds: a per-call allocation shows in every one of them, while a one-off on the thread
+        // (a tier-up recompile, a coverage tool's first hit) shows in one at most.
+        var fewest = long.MaxValue;
+        for (var window = 0; window < 3; window++)
         {
-            ClientFrameEncoder.Encode(destination, "로그인요청", 1, 2, payload);
-            ServerFrameEncoder.Encode(destination, "로그인요청", 1, 2, 3, payload);
-            ClientFrameEncoder.Encode(writer, "Echo", 1, 2, payload);
-            writer.ResetWrittenCount();
+            var before = GC.GetAllocatedBytesForCurrentThread();
+            for (var i = 0; i < 1000; i++)
+            {
+                ClientFrameEncoder.Encode(destination, "로그인요청", 1, 2, payload);
+                ServerFrameEncoder.Encode(destination, "로그인요청", 1, 2, 3, payload);
+                ClientFrameEncoder.Encode(writer, "Echo", 1, 2, payload);
+                writer.ResetWrittenCount();
+            }
+
+            fewest = Math.Min(fewest, GC.GetAllocatedBytesForCurrentThread() - before);
         }
 
-        Assert.Equal(0, GC.GetAllocatedBytesForCurrentThread() - before);
+        Assert.Equal(0, fewest);
     }
 }
