@@ -113,7 +113,8 @@ public sealed class WrappingRequestIdTests
     [Fact]
     public void WrappingIds_WithRepliesLostInALossBurst_AreCaughtByTheExactlyOnceChecker()
     {
-        var options = Options() with { Faults = FaultPlan.Parse("500ms:lossburst:::20:100ms") };
+        // A burst the profile can draw: it starts by EpisodeAtMsMax and is over within EpisodeDurationMsMax.
+        var options = Options() with { Faults = FaultPlan.Parse("40ms:lossburst:::20:100ms") };
 
         var flawed = SimRunner.Run(new ApiCallScenario(), 11, options with { Flaws = "B8" });
         var correct = SimRunner.Run(new ApiCallScenario(), 11, options);
@@ -125,12 +126,11 @@ public sealed class WrappingRequestIdTests
         correct.ExitCode.ShouldBe(RunExitCodes.Pass, correct.Failure);
     }
 
-    /// <summary>The B8 profile's fixed options with one client and a window of 16.</summary>
+    /// <summary>The B8 profile's fixed options (one client, a window of <see cref="WrappingRequestIdTwin.InFlight"/>).</summary>
     private static SimOptions Options() => new WorkloadSpec
     {
         Scenario = "api-call",
         Seed = 11,
-        InFlight = 16,
         RequestTimeoutMs = 1_000,
         Overrides = new WrappingRequestIdTwin().Profile.Overrides,
     }.ToOptions();
