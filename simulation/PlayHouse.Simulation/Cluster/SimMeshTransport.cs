@@ -57,6 +57,12 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
     private byte[] _scratch = new byte[4096];
     private bool _disposed;
 
+    // The peer of the last send, its endpoint and its link: a node mostly sends to the peer it sent to last, so a
+    // send neither builds the endpoint string again nor hashes it to find the link (both were per message).
+    private string? _lastTargetNodeId;
+    private string _lastTarget = string.Empty;
+    private (SimConnection Connection, IStreamSendQueue Queue) _lastOutbound;
+
     /// <param name="network">The network the links cross.</param>
     /// <param name="node">The node this transport serves.</param>
     /// <param name="isKnownNode">Whether a node id names a server of the cluster.</param>
@@ -151,7 +157,7 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         {
             Traffic?.OnMeshSent(_node.NodeId, targetNodeId, message);
             var length = Encode(message);
-            var target = EndpointOf(targetNodeId);
+            var target = TargetEndpoint(targetNodeId);
             if (_semantics == MeshSemantics.Datagram)
             {
                 MessagesSent++;
@@ -196,6 +202,7 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
 
         _inbound.Clear();
         _outbound.Clear();
+        _lastOutbound = default;
     }
 
     /// <summary>Closes every link (a crash resets them through the network instead).</summary>
@@ -229,12 +236,38 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
 
         _inbound.Clear();
         _outbound.Clear();
+        _lastOutbound = default;
+    }
+
+    private string TargetEndpoint(string targetNodeId)
+    {
+        if (!string.Equals(targetNodeId, _lastTargetNodeId, StringComparison.Ordinal))
+        {
+            // Another peer: the cached link belongs to the old one.
+            _lastTargetNodeId = targetNodeId;
+            _lastTarget = EndpointOf(targetNodeId);
+            _lastOutbound = default;
+        }
+
+        return _lastTarget;
     }
 
     private (SimConnection Connection, IStreamSendQueue Queue) Outbound(string target)
     {
+        // The cached link is the one the table holds while it is open: a new link replaces an entry only once the
+        // old one has closed, and is cached below.
+        if (ReferenceEquals(target, _lastTarget) && _lastOutbound.Connection is { IsOpen: true })
+        {
+            return _lastOutbound;
+        }
+
         if (_outbound.TryGetValue(target, out var existing) && existing.Connection.IsOpen)
         {
+            if (ReferenceEquals(target, _lastTarget))
+            {
+                _lastOutbound = existing;
+            }
+
             return existing;
         }
 
@@ -249,6 +282,11 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
         };
         var link = (connection, _sendQueues(_network, connection));
         _outbound[target] = link;
+        if (ReferenceEquals(target, _lastTarget))
+        {
+            _lastOutbound = link;
+        }
+
         return link;
     }
 
