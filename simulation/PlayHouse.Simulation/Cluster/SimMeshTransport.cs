@@ -271,6 +271,13 @@ public sealed class SimMeshTransport : IMeshTransport, IDisposable
             return existing;
         }
 
+        return Connect(target);
+    }
+
+    // Apart from Outbound: the close handler's closure captures the target, and a closure over a parameter is
+    // allocated when its method is entered, so in Outbound it was allocated by every send.
+    private (SimConnection Connection, IStreamSendQueue Queue) Connect(string target)
+    {
         var connection = _network.Connect(Endpoint, target);
         connection.Received = _ => { };
         connection.Closed = _ =>
