@@ -158,12 +158,13 @@ public class SimNetwork
     // shared buffer stays in cache where a buffer per connection (10,000 clients: 20 MB) would not.
     private byte[] _sendScratch = new byte[1024];
 
-    // The longest stream store a pool keeps; a longer one (a direction with about 1 MB or more queued) is allocated
-    // when needed and left to the GC as before.
-    private const int StreamStoreLengthPooledMax = 2 * 1024 * 1024;
+    // The longest stream store a pool keeps: a slow reader's direction fills up to its send-queue cap (4 MB by default),
+    // and its store is about twice what it holds. A longer store is allocated when needed and left to the GC as before.
+    private const int StreamStoreLengthPooledMax = 8 * 1024 * 1024;
 
-    // Stores kept per length: more than a world usually has growing at once, so a burst reuses what an earlier one
-    // gave back, while a pool never holds more than 8 x (2 MB + 1 MB + ...), about 32 MB, and in practice a few MB.
+    // Stores kept per length: enough that a burst usually reuses what an earlier one (or an earlier run) gave back,
+    // while a pool never holds more than 8 x (8 MB + 4 MB + ...), about 128 MB, and only as many of each length as
+    // a world once had free at one time.
     private const int StreamStoresPerLengthMax = 8;
 
     /// <param name="world">The world whose events carry every send and delivery.</param>

@@ -218,6 +218,14 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
         {
             _bytesStart = 0;
             _bytesEnd = 0;
+
+            // A direction is emptied when its connection closes or resets: whatever it still sends is discarded or
+            // starts a new store, so the store goes back to the pool instead of dying with the connection.
+            if (_bytes.Length > 0)
+            {
+                Sender.Network.StreamStores.Return(_bytes);
+                _bytes = [];
+            }
         }
 
         return discarded;
