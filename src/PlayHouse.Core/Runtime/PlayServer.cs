@@ -36,6 +36,9 @@ public sealed class PlayServer : ServerNode
     private readonly bool _singleThreaded;
     private readonly IClientFrameGate _frameGate;
 
+    // ServerOptions.ClientMessageQueueTimeMax in timestamp units (at least 1); 0 when client messages never go stale.
+    private readonly long _clientQueueTimeDelta;
+
     public PlayServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
         : base(nodeId, seams, options)
     {
@@ -48,6 +51,7 @@ public sealed class PlayServer : ServerNode
         _singleThreaded = Options.SingleThreaded;
         _frameGate = Parts.ClientFrameGate;
         ClientPushes = Parts.ClientPushes;
+        _clientQueueTimeDelta = Options.ClientMessageQueueTimeMax is { } queueTimeMax ? Math.Max(1, TimestampSpan.ToDelta(queueTimeMax, Time.TimestampFrequency)) : 0;
     }
 
     public int StageCount
@@ -323,6 +327,7 @@ public sealed class PlayServer : ServerNode
             Payload = payload,
             Reply = reply,
             Actor = actor,
+            StaleAtTimestamp = _clientQueueTimeDelta == 0 ? 0 : Time.GetTimestamp() + _clientQueueTimeDelta,
         };
         if (!actor.Host.Post(message))
         {
@@ -696,7 +701,7 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (!TryOpenMeshToken(message, message.StageId, out var reply))
+        if (!TryOpenMeshToken(message, message.StageId, out var reply, out var staleAt))
         {
             message.Payload.DisposeIfOwner();
             return;
@@ -711,6 +716,7 @@ public sealed class PlayServer : ServerNode
             Reply = reply,
             WaiterStageId = message.IsRequest && message.SenderAwaits ? message.FromStageId : 0,
             AwaitChain = message.AwaitChain,
+            StaleAtTimestamp = staleAt,
         };
         if (!stage.Post(stageMessage))
         {
