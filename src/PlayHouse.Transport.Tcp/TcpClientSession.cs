@@ -221,6 +221,11 @@ public sealed class TcpClientSession : IClientConnection
         private readonly TcpClientListener _listener;
         private readonly PlayServer _server;
         private readonly ClientFrameDecoder _decoder;
+
+        // The listener reads the clock once per receive (the connection's last-receive timestamp); when it shares the
+        // server's clock, that reading dates the receive's requests for the server's ledger, one clock read per receive
+        // instead of one per request.
+        private readonly bool _sharesServerClock;
         private long _partialFrameSinceTimestamp;
 
         public FrameSink(TcpClientSession session, TcpClientListener listener)
@@ -229,6 +234,7 @@ public sealed class TcpClientSession : IClientConnection
             _listener = listener;
             _server = listener.Server;
             _decoder = new ClientFrameDecoder(_server.Pool, listener.MsgIds, new FrameDecoderOptions { MaxBodyBytes = listener.Options.MaxBodyBytes, PayloadOwner = "session-receive" });
+            _sharesServerClock = ReferenceEquals(listener.Time, _server.Time);
         }
 
         public long PartialFrameSinceTimestamp => Volatile.Read(ref _partialFrameSinceTimestamp);
@@ -238,6 +244,7 @@ public sealed class TcpClientSession : IClientConnection
         public void OnReceived(ReadOnlySpan<byte> data)
         {
             var connection = _session._connection;
+            var receivedTimestamp = _sharesServerClock ? connection.LastReceiveTimestamp : 0;
             long frames = 0;
             try
             {
@@ -251,7 +258,14 @@ public sealed class TcpClientSession : IClientConnection
                     else
                     {
                         // Ownership of the payload passes to the server; it may close this session synchronously.
-                        _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                        if (_sharesServerClock)
+                        {
+                            _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload, receivedTimestamp);
+                        }
+                        else
+                        {
+                            _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                        }
                     }
 
                     if (connection.IsClosed)

@@ -179,7 +179,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         // (a sender that passed no timeout used its own default, and the nodes of one cluster share their options).
         var timeout = message.TimeoutMs > 0 ? TimeSpan.FromMilliseconds(message.TimeoutMs) : Options.RequestTimeout;
         var unanswered = ReplyToken.ToMesh(0, message.MsgId, message.From, message.MsgSeq, stageId);
-        if (!TryOpenInbound(timeout, out var id))
+        if (!TryOpenInbound(timeout, Time.GetTimestamp(), out var id))
         {
             RefuseOverLedgerCap(unanswered, stageId);
             return false;
@@ -189,8 +189,12 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         return true;
     }
 
-    /// <summary>Opens the exactly-once ledger entry of a request from a client session; false as for <see cref="TryOpenMeshToken"/>.</summary>
-    internal bool TryOpenClientToken(ClientSession session, ushort msgSeq, long stageId, string msgId, out ReplyToken token)
+    /// <summary>
+    /// Opens the exactly-once ledger entry of a request from a client session; false as for <see cref="TryOpenMeshToken"/>.
+    /// The entry expires <see cref="ServerOptions.RequestTimeout"/> after <paramref name="receivedTimestamp"/>, the
+    /// arrival of the request on this node's clock, or after now when it is null.
+    /// </summary>
+    internal bool TryOpenClientToken(ClientSession session, ushort msgSeq, long stageId, string msgId, long? receivedTimestamp, out ReplyToken token)
     {
         token = default;
         if (msgSeq == 0)
@@ -199,7 +203,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
 
         // A client's timeout is not on the wire; PlayHouse clients default to the same 30 s as RequestTimeout.
-        if (!TryOpenInbound(Options.RequestTimeout, out var id))
+        if (!TryOpenInbound(Options.RequestTimeout, receivedTimestamp ?? Time.GetTimestamp(), out var id))
         {
             RefuseOverLedgerCap(ReplyToken.ToClient(0, msgId, session, msgSeq, stageId), stageId);
             return false;
@@ -230,9 +234,8 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         RouteReply(unanswered, unanswered.RequestMsgId, Payload.Empty, ErrorCodes.TooManyUnansweredRequests, stageId);
     }
 
-    private bool TryOpenInbound(TimeSpan timeout, out long id)
+    private bool TryOpenInbound(TimeSpan timeout, long now, out long id)
     {
-        var now = Time.GetTimestamp();
         var deadline = now + TimestampSpan.ToDelta(timeout, Time.TimestampFrequency);
         using (NodeLock.Enter(_inboundGate))
         {

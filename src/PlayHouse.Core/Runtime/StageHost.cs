@@ -537,11 +537,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
         }
 
-        using (NodeLock.Enter(_gate))
-        {
-            _handlerInProgress = false;
-        }
-
+        // Only this turn writes the flag; the cycle checks on other threads read it under the lock with the list of
+        // awaited requests, which this write leaves alone, so a release write serves them as the lock did (one lock
+        // fewer per message).
+        Volatile.Write(ref _handlerInProgress, false);
         _handlingWaiterStageId = 0;
         _handlingWaiterNodeId = null;
         _handlingChainIn = null;
