@@ -222,10 +222,13 @@ public sealed class TcpClientSession : IClientConnection
         private readonly PlayServer _server;
         private readonly ClientFrameDecoder _decoder;
 
-        // The listener reads the clock once per receive (the connection's last-receive timestamp); when it shares the
-        // server's clock, that reading dates the receive's requests for the server's ledger, one clock read per receive
-        // instead of one per request.
+        // The requests of one receive are dated once for the server's ledger, not one clock read per request: by the
+        // connection's last-receive timestamp when the listener shares the server's clock, else by a reading of it.
         private readonly bool _sharesServerClock;
+
+        // The plain messages of one receive, entered in the ledger and the stage's mailbox together (one lock each per
+        // receive instead of per frame); flushed before OnReceived returns.
+        private readonly ClientFrameBatch _batch = new();
         private long _partialFrameSinceTimestamp;
 
         public FrameSink(TcpClientSession session, TcpClientListener listener)
@@ -244,7 +247,7 @@ public sealed class TcpClientSession : IClientConnection
         public void OnReceived(ReadOnlySpan<byte> data)
         {
             var connection = _session._connection;
-            var receivedTimestamp = _sharesServerClock ? connection.LastReceiveTimestamp : 0;
+            var receivedTimestamp = _sharesServerClock ? connection.LastReceiveTimestamp : _server.Time.GetTimestamp();
             long frames = 0;
             try
             {
@@ -253,19 +256,22 @@ public sealed class TcpClientSession : IClientConnection
                     frames++;
                     if (_listener.IsDraining)
                     {
+                        try
+                        {
+                            _server.FlushClientFrames(_batch);
+                        }
+                        catch
+                        {
+                            frame.Payload.DisposeIfOwner();
+                            throw;
+                        }
+
                         RefuseWhileDraining(frame);
                     }
                     else
                     {
                         // Ownership of the payload passes to the server; it may close this session synchronously.
-                        if (_sharesServerClock)
-                        {
-                            _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload, receivedTimestamp);
-                        }
-                        else
-                        {
-                            _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
-                        }
+                        _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload, receivedTimestamp, _batch);
                     }
 
                     if (connection.IsClosed)
@@ -277,13 +283,29 @@ public sealed class TcpClientSession : IClientConnection
             }
             catch (FrameDecodeException e)
             {
-                Counters.AddMalformed(e.Error);
-                connection.Close(SessionCloseReason.MalformedFrame, e.Message);
+                try
+                {
+                    // The good frames before the bad one reach their stage before the close tells it the actor left.
+                    _server.FlushClientFrames(_batch);
+                }
+                finally
+                {
+                    Counters.AddMalformed(e.Error);
+                    connection.Close(SessionCloseReason.MalformedFrame, e.Message);
+                }
+
                 return;
             }
             finally
             {
-                Counters.AddFramesReceived(frames);
+                try
+                {
+                    _server.FlushClientFrames(_batch);
+                }
+                finally
+                {
+                    Counters.AddFramesReceived(frames);
+                }
             }
 
             if (_decoder.HasPartialFrame)

@@ -250,7 +250,7 @@ public sealed class PlayServer : ServerNode
 
     /// <summary>A frame arrived from a client. Ownership of <paramref name="payload"/> passes to the server.</summary>
     public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload) =>
-        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp: null);
+        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp: null, batch: null);
 
     /// <summary>
     /// A frame arrived from a client at <paramref name="receivedTimestamp"/>, a timestamp of this server's
@@ -260,9 +260,79 @@ public sealed class PlayServer : ServerNode
     /// <paramref name="payload"/> passes to the server.
     /// </summary>
     public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload, long receivedTimestamp) =>
-        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp);
+        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp, batch: null);
 
-    private void DispatchClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload, long? receivedTimestamp)
+    /// <summary>
+    /// <see cref="OnClientFrame(long, string, ushort, long, Payload, long)"/> for a transport's receive loop that hands
+    /// over the frames of one receive one after another: a plain message to the session's stage is checked now and held
+    /// in <paramref name="batch"/>, and the held ones enter the ledger and the stage's mailbox together, at the next
+    /// frame that is not one (which first flushes them) or at <see cref="FlushClientFrames"/>, which the loop must call
+    /// before it hands its thread back. Ownership of <paramref name="payload"/> passes to the server.
+    /// </summary>
+    public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload, long receivedTimestamp, ClientFrameBatch batch)
+    {
+        ArgumentNullException.ThrowIfNull(batch);
+        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp, batch);
+    }
+
+    /// <summary>
+    /// Opens the ledger entries of the messages held in <paramref name="batch"/> under one lock and queues them in their
+    /// stage's mailbox under one lock; a message the ledger or the mailbox refuses is answered and counted as a single
+    /// frame would be. Leaves the batch empty.
+    /// </summary>
+    public void FlushClientFrames(ClientFrameBatch batch)
+    {
+        ArgumentNullException.ThrowIfNull(batch);
+        if (batch.Count == 0)
+        {
+            return;
+        }
+
+        var stage = batch.Stage!;
+        try
+        {
+            OpenClientTokens(batch);
+            stage.PostBatch(batch);
+        }
+        finally
+        {
+            // Whatever threw, every held message is answered or released here, each exactly once: one that was not
+            // queued owns its payload still, and its ledger entry (if opened) is closed by the error reply.
+            List<Exception>? errors = null;
+            for (var i = 0; i < batch.Count; i++)
+            {
+                ref var entry = ref batch[i];
+                try
+                {
+                    switch (entry.State)
+                    {
+                        case BatchedFrameState.RefusedByLedger:
+                            entry.Message.Payload.DisposeIfOwner();
+                            RefuseOverLedgerCap(entry);
+                            break;
+                        case BatchedFrameState.RefusedByStage:
+                        case BatchedFrameState.Held:
+                            RefuseStageMessage(stage, entry.Message);
+                            break;
+                        default:
+                            break;
+                    }
+                }
+                catch (Exception e)
+                {
+                    (errors ??= []).Add(e);
+                }
+            }
+
+            batch.Clear();
+            if (errors is not null)
+            {
+                throw errors.Count == 1 ? errors[0] : new AggregateException(errors);
+            }
+        }
+    }
+
+    private void DispatchClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload, long? receivedTimestamp, ClientFrameBatch? batch)
     {
         ClientSession? session;
         SessionState state;
@@ -284,12 +354,39 @@ public sealed class PlayServer : ServerNode
 
         if (session is null || state == SessionState.Closed)
         {
+            FlushHeld(batch, payload);
             Observer.OnDropped(NodeId, "frame-from-closed-session", msgId);
             payload.DisposeIfOwner();
             return;
         }
 
-        switch (_frameGate.Admit(state, msgId, Options.AuthenticateMsgId))
+        var admission = _frameGate.Admit(state, msgId, Options.AuthenticateMsgId);
+        var actor = session.Actor;
+        if (batch is not null && admission == FrameAdmission.Authenticated && actor is not null && actor.Host.StageId == stageId
+            && !string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
+        {
+            // A plain message to the session's stage waits in the batch for the others of this receive; one for a
+            // different stage than the held ones, or one past the batch's capacity, first sends the held ones on.
+            if (batch.Stage != actor.Host || batch.Count == ClientFrameBatch.CapacityMax)
+            {
+                FlushHeld(batch, payload);
+            }
+
+            batch.Add(actor.Host, receivedTimestamp, session, msgSeq, stageId, new StageMessage
+            {
+                Kind = StageWorkKind.ClientMessage,
+                External = true,
+                MsgId = msgId,
+                Payload = payload,
+                Actor = actor,
+            });
+            return;
+        }
+
+        // Anything else goes after the held messages: a join, a refusal or a reply sees the stage's queue as the frames
+        // before it left it.
+        FlushHeld(batch, payload);
+        switch (admission)
         {
             case FrameAdmission.Heartbeat:
                 payload.DisposeIfOwner();
@@ -312,7 +409,6 @@ public sealed class PlayServer : ServerNode
                 break;
         }
 
-        var actor = session.Actor;
         if (string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
         {
             // A session whose actor left its stage may authenticate into a stage again.
@@ -352,6 +448,27 @@ public sealed class PlayServer : ServerNode
         if (!actor.Host.Post(message))
         {
             RefuseStageMessage(actor.Host, message);
+        }
+    }
+
+    /// <summary>Flushes the held messages before the frame whose <paramref name="payload"/> is in hand.</summary>
+    private void FlushHeld(ClientFrameBatch? batch, Payload payload)
+    {
+        if (batch is not { Count: > 0 })
+        {
+            return;
+        }
+
+        try
+        {
+            FlushClientFrames(batch);
+        }
+        catch
+        {
+            // A hook threw while the held messages were queued: the frame in hand goes no further (its connection's
+            // receive loop closes on the exception), and its payload is released here, its owner.
+            payload.DisposeIfOwner();
+            throw;
         }
     }
 

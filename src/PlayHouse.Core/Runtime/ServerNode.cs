@@ -240,25 +240,66 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         using (NodeLock.Enter(_inboundGate))
         {
             ExpireInbound(now, scanAll: false);
-            if (_openInbound.Count >= Options.UnansweredRequestsMax)
+            return TryAddInboundLocked(now, deadline, out id);
+        }
+    }
+
+    /// <summary>
+    /// Opens the ledger entries of a batch's client requests under one lock, as <see cref="TryOpenClientToken"/> would one
+    /// by one (the entries are swept once, as the later ones of a run of opens at one instant would find nothing more to
+    /// sweep). A request over the cap is marked <see cref="BatchedFrameState.RefusedByLedger"/> and answered afterwards.
+    /// </summary>
+    internal void OpenClientTokens(ClientFrameBatch batch)
+    {
+        var now = batch.ReceivedTimestamp ?? Time.GetTimestamp();
+        var deadline = now + TimestampSpan.ToDelta(Options.RequestTimeout, Time.TimestampFrequency);
+        using (NodeLock.Enter(_inboundGate))
+        {
+            ExpireInbound(now, scanAll: false);
+            for (var i = 0; i < batch.Count; i++)
             {
-                ExpireInbound(now, scanAll: true);
-                if (_openInbound.Count >= Options.UnansweredRequestsMax)
+                ref var entry = ref batch[i];
+                if (entry.MsgSeq == 0)
                 {
-                    id = 0;
-                    return false;
+                    continue;
+                }
+
+                if (TryAddInboundLocked(now, deadline, out var id))
+                {
+                    entry.Message.Reply = ReplyToken.ToClient(id, entry.Message.MsgId!, entry.Session, entry.MsgSeq, entry.StageId);
+                }
+                else
+                {
+                    entry.State = BatchedFrameState.RefusedByLedger;
                 }
             }
-
-            id = ++_nextInboundId;
-            _openInbound.Add(id, deadline);
-            if (deadline < _earliestInboundDeadline)
-            {
-                _earliestInboundDeadline = deadline;
-            }
-
-            return true;
         }
+    }
+
+    /// <summary>Answers a batched request the ledger refused (<see cref="OpenClientTokens"/>), as <see cref="TryOpenClientToken"/> does at once.</summary>
+    internal void RefuseOverLedgerCap(in ClientFrameBatch.Entry entry) =>
+        RefuseOverLedgerCap(ReplyToken.ToClient(0, entry.Message.MsgId!, entry.Session, entry.MsgSeq, entry.StageId), entry.StageId);
+
+    private bool TryAddInboundLocked(long now, long deadline, out long id)
+    {
+        if (_openInbound.Count >= Options.UnansweredRequestsMax)
+        {
+            ExpireInbound(now, scanAll: true);
+            if (_openInbound.Count >= Options.UnansweredRequestsMax)
+            {
+                id = 0;
+                return false;
+            }
+        }
+
+        id = ++_nextInboundId;
+        _openInbound.Add(id, deadline);
+        if (deadline < _earliestInboundDeadline)
+        {
+            _earliestInboundDeadline = deadline;
+        }
+
+        return true;
     }
 
     /// <summary>

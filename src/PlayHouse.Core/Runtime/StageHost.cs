@@ -189,6 +189,66 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         return true;
     }
 
+    /// <summary>
+    /// Queues a batch's messages that the ledger accepted, in order, under one lock, each as <see cref="Post"/> would
+    /// queue it alone: a message is refused (marked <see cref="BatchedFrameState.RefusedByStage"/>) when the stage is
+    /// closed or the mailbox is at its cap. The hooks hear of each queued message afterwards, in order, once the stage's
+    /// state is whole.
+    /// </summary>
+    internal void PostBatch(ClientFrameBatch batch)
+    {
+        Span<int> lengths = stackalloc int[ClientFrameBatch.CapacityMax];
+        Span<int> externals = stackalloc int[ClientFrameBatch.CapacityMax];
+        var schedule = false;
+        var posted = 0;
+        using (NodeLock.Enter(_gate))
+        {
+            for (var i = 0; i < batch.Count; i++)
+            {
+                ref var entry = ref batch[i];
+                if (entry.State != BatchedFrameState.Held)
+                {
+                    continue;
+                }
+
+                if (_state == StageState.Closed || !_mailbox.TryEnqueue(entry.Message))
+                {
+                    entry.State = BatchedFrameState.RefusedByStage;
+                    continue;
+                }
+
+                entry.State = BatchedFrameState.Posted;
+                posted++;
+                lengths[i] = _mailbox.Count;
+                externals[i] = _mailbox.ExternalCount;
+                if (lengths[i] > MailboxHighWater)
+                {
+                    MailboxHighWater = lengths[i];
+                }
+            }
+
+            if (posted > 0)
+            {
+                schedule = !_scheduled;
+                _scheduled = true;
+            }
+        }
+
+        if (schedule)
+        {
+            _server.Executor.Schedule(this);
+        }
+
+        for (var i = 0; i < batch.Count && posted > 0; i++)
+        {
+            if (batch[i].State == BatchedFrameState.Posted)
+            {
+                posted--;
+                _server.Observer.OnMailboxPosted(NodeId, StageId, lengths[i], externals[i]);
+            }
+        }
+    }
+
     /// <summary>Queues the continuation of a suspended handler; it runs even while the mailbox is suspended.</summary>
     public void PostContinuation(SendOrPostCallback callback, object? state)
     {

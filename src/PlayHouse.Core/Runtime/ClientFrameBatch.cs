@@ -1,0 +1,80 @@
+namespace PlayHouse.Core.Runtime;
+
+/// <summary>
+/// The client messages of one receive that are bound for one stage, held by a transport's receive loop between
+/// <see cref="PlayServer.OnClientFrame(long, string, ushort, long, Pooling.Payload, long, ClientFrameBatch)"/> and
+/// <see cref="PlayServer.FlushClientFrames"/>: the flush opens their entries in the ledger of unanswered requests under
+/// one lock and queues them in the stage's mailbox under one lock, where frame by frame each took both locks. Every
+/// frame is still checked, refused, counted and observed one by one, in order; only the two locked steps are shared.
+/// </summary>
+/// <remarks>
+/// One per connection, used by its receive loop only (one callback at a time), and flushed before the loop hands the
+/// thread back. A frame that is not a plain message to the held stage (a heartbeat, an authentication, a refusal, a
+/// message to another stage) flushes the held ones first, so the stage sees them in the order they arrived. At most
+/// <see cref="CapacityMax"/> messages are held; the next one flushes them.
+/// </remarks>
+public sealed class ClientFrameBatch
+{
+    /// <summary>The most messages held before a flush.</summary>
+    public const int CapacityMax = 32;
+
+    private readonly Entry[] _entries = new Entry[CapacityMax];
+
+    /// <summary>Messages held, not yet flushed.</summary>
+    public int Count { get; private set; }
+
+    /// <summary>The stage the held messages are bound for (null when none is held).</summary>
+    internal StageHost? Stage { get; private set; }
+
+    /// <summary>The receive's clock reading on the server's clock, which dates the held requests in the ledger.</summary>
+    internal long? ReceivedTimestamp { get; private set; }
+
+    internal ref Entry this[int index] => ref _entries[index];
+
+    internal void Add(StageHost stage, long? receivedTimestamp, ClientSession session, ushort msgSeq, long stageId, in StageMessage message)
+    {
+        Stage = stage;
+        ReceivedTimestamp = receivedTimestamp;
+        ref var entry = ref _entries[Count++];
+        entry.Message = message;
+        entry.Session = session;
+        entry.MsgSeq = msgSeq;
+        entry.StageId = stageId;
+        entry.State = BatchedFrameState.Held;
+    }
+
+    /// <summary>Forgets the held messages, whose payloads and tokens have passed on (clears the references too).</summary>
+    internal void Clear()
+    {
+        Array.Clear(_entries, 0, Count);
+        Count = 0;
+        Stage = null;
+        ReceivedTimestamp = null;
+    }
+
+    internal struct Entry
+    {
+        public StageMessage Message;
+        public ClientSession Session;
+        public ushort MsgSeq;
+        public long StageId;
+
+        /// <summary>What the flush did with the message.</summary>
+        public BatchedFrameState State;
+    }
+}
+
+/// <summary>What a <see cref="ClientFrameBatch"/> flush did with one held message.</summary>
+internal enum BatchedFrameState
+{
+    Held,
+
+    /// <summary>The ledger of unanswered requests was at its cap; the request is answered with an error.</summary>
+    RefusedByLedger,
+
+    /// <summary>Queued in the stage's mailbox, which owns it now.</summary>
+    Posted,
+
+    /// <summary>The stage closed or its mailbox was at its cap; the message is refused as a single post would be.</summary>
+    RefusedByStage,
+}
