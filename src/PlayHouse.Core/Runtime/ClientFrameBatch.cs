@@ -1,8 +1,10 @@
+using PlayHouse.Core.Pooling;
+
 namespace PlayHouse.Core.Runtime;
 
 /// <summary>
 /// The client messages of one receive that are bound for one stage, held by a transport's receive loop between
-/// <see cref="PlayServer.OnClientFrame(long, string, ushort, long, Pooling.Payload, long, ClientFrameBatch)"/> and
+/// <see cref="PlayServer.OnClientFrame(long, string, ushort, long, Payload, long, ClientFrameBatch)"/> and
 /// <see cref="PlayServer.FlushClientFrames"/>: the flush opens their entries in the ledger of unanswered requests under
 /// one lock and queues them in the stage's mailbox under one lock, where frame by frame each took both locks. Every
 /// frame is still checked, refused, counted and observed one by one, in order; only the two locked steps are shared.
@@ -31,15 +33,18 @@ public sealed class ClientFrameBatch
 
     internal ref Entry this[int index] => ref _entries[index];
 
-    internal void Add(StageHost stage, long? receivedTimestamp, ClientSession session, ushort msgSeq, long stageId, in StageMessage message)
+    internal void Add(ActorHost actor, long? receivedTimestamp, ClientSession session, string msgId, ushort msgSeq, long stageId, Payload payload)
     {
-        Stage = stage;
+        Stage = actor.Host;
         ReceivedTimestamp = receivedTimestamp;
         ref var entry = ref _entries[Count++];
-        entry.Message = message;
+        entry.Actor = actor;
         entry.Session = session;
+        entry.MsgId = msgId;
+        entry.Payload = payload;
         entry.MsgSeq = msgSeq;
         entry.StageId = stageId;
+        entry.InboundId = 0;
         entry.State = BatchedFrameState.Held;
     }
 
@@ -52,15 +57,38 @@ public sealed class ClientFrameBatch
         ReceivedTimestamp = null;
     }
 
+    /// <summary>
+    /// A held frame: only what its mailbox entry and reply token are built from, so holding it copies a few words,
+    /// not a whole <see cref="StageMessage"/> (whose references a copy into an array moves with write barriers).
+    /// </summary>
     internal struct Entry
     {
-        public StageMessage Message;
+        public ActorHost Actor;
         public ClientSession Session;
-        public ushort MsgSeq;
+        public string MsgId;
+        public Payload Payload;
         public long StageId;
+
+        /// <summary>The request's ledger entry, opened at the flush (0 for a one-way message).</summary>
+        public long InboundId;
+        public ushort MsgSeq;
 
         /// <summary>What the flush did with the message.</summary>
         public BatchedFrameState State;
+
+        /// <summary>The token the reply answers through: the ledger entry's, or none for a one-way message (or a request whose entry was never opened).</summary>
+        public readonly ReplyToken Reply => MsgSeq == 0 || InboundId == 0 ? default : ReplyToken.ToClient(InboundId, MsgId, Session, MsgSeq, StageId);
+
+        /// <summary>The mailbox entry of this frame, as a single frame's post builds it.</summary>
+        public readonly StageMessage ToStageMessage() => new()
+        {
+            Kind = StageWorkKind.ClientMessage,
+            External = true,
+            MsgId = MsgId,
+            Payload = Payload,
+            Reply = Reply,
+            Actor = Actor,
+        };
     }
 }
 

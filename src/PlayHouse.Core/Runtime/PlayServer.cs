@@ -307,12 +307,12 @@ public sealed class PlayServer : ServerNode
                     switch (entry.State)
                     {
                         case BatchedFrameState.RefusedByLedger:
-                            entry.Message.Payload.DisposeIfOwner();
+                            entry.Payload.DisposeIfOwner();
                             RefuseOverLedgerCap(entry);
                             break;
                         case BatchedFrameState.RefusedByStage:
                         case BatchedFrameState.Held:
-                            RefuseStageMessage(stage, entry.Message);
+                            RefuseStageMessage(stage, entry.ToStageMessage());
                             break;
                         default:
                             break;
@@ -372,14 +372,7 @@ public sealed class PlayServer : ServerNode
                 FlushHeld(batch, payload);
             }
 
-            batch.Add(actor.Host, receivedTimestamp, session, msgSeq, stageId, new StageMessage
-            {
-                Kind = StageWorkKind.ClientMessage,
-                External = true,
-                MsgId = msgId,
-                Payload = payload,
-                Actor = actor,
-            });
+            batch.Add(actor, receivedTimestamp, session, msgId, msgSeq, stageId, payload);
             return;
         }
 

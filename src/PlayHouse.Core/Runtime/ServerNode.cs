@@ -266,7 +266,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
                 if (TryAddInboundLocked(now, deadline, out var id))
                 {
-                    entry.Message.Reply = ReplyToken.ToClient(id, entry.Message.MsgId!, entry.Session, entry.MsgSeq, entry.StageId);
+                    entry.InboundId = id;
                 }
                 else
                 {
@@ -278,7 +278,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
     /// <summary>Answers a batched request the ledger refused (<see cref="OpenClientTokens"/>), as <see cref="TryOpenClientToken"/> does at once.</summary>
     internal void RefuseOverLedgerCap(in ClientFrameBatch.Entry entry) =>
-        RefuseOverLedgerCap(ReplyToken.ToClient(0, entry.Message.MsgId!, entry.Session, entry.MsgSeq, entry.StageId), entry.StageId);
+        RefuseOverLedgerCap(ReplyToken.ToClient(0, entry.MsgId, entry.Session, entry.MsgSeq, entry.StageId), entry.StageId);
 
     private bool TryAddInboundLocked(long now, long deadline, out long id)
     {

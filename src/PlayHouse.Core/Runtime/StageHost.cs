@@ -211,7 +211,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                     continue;
                 }
 
-                if (_state == StageState.Closed || !_mailbox.TryEnqueue(entry.Message))
+                if (_state == StageState.Closed || !_mailbox.TryEnqueue(entry.ToStageMessage()))
                 {
                     entry.State = BatchedFrameState.RefusedByStage;
                     continue;
