@@ -37,6 +37,24 @@ public sealed class ReplyPathCheckerTests
     }
 
     [Fact]
+    public void FailFastCycles_TimeoutWhileARingOfThreeStagesAwaitsBackToTheSender_NamesTheRing()
+    {
+        var checker = new FailFastCycleChecker(_context);
+        var oneToTwo = checker.Begin("play-1", 1, "play-1", 2);
+        var twoToThree = checker.Begin("play-1", 2, "play-1", 3);
+        var threeToOne = checker.Begin("play-1", 3, "play-1", 1);
+        var elsewhere = checker.Begin("play-1", 3, "play-2", 1);
+
+        checker.End(oneToTwo, ErrorCodes.RequestTimeout);
+        checker.End(twoToThree, ErrorCodes.Success);
+        checker.End(threeToOne, ErrorCodes.Success);
+        checker.End(elsewhere, ErrorCodes.RequestTimeout);
+
+        Assert.Equal("stage play-1/1: its request to stage 2 waited for its timeout while stages 2 -> 3 -> 1 awaited one another in a ring back to it: a cycle that must fail fast", Assert.Single(checker.Violations).Message);
+        Assert.Equal(4, checker.RequestsJudged);
+    }
+
+    [Fact]
     public void FailFastCycles_TimeoutsThatCloseNoCycleOnOneServer_AreNotJudged()
     {
         var checker = new FailFastCycleChecker(_context);

@@ -5,6 +5,7 @@ using System.Net.Sockets;
 using System.Text;
 using System.Text.Json;
 using PlayHouse.Core.Codec;
+using PlayHouse.Core.Runtime;
 using PlayHouse.Fixtures.Scenarios;
 using PlayHouse.Sim.Tcp;
 using PlayHouse.Transport.Tcp;
@@ -229,6 +230,50 @@ public sealed class TcpCommandTests
         Assert.Contains("compress-above-bytes=256 (LZ4Pickler format", output.Text, StringComparison.Ordinal);
         // Only the 10,000-byte echo went compressed; the authentication and the small echo were below the threshold.
         Assert.Contains("tcp.FramesCompressed=1\n", output.Text, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task Serve_WithStagesMaxOne_RefusesASecondStageWithTooManyStages_AndCountsIt()
+    {
+        var output = new PortWatchingWriter();
+        var error = new StringWriter();
+        using var stop = new CancellationTokenSource();
+        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", "--stages-max", "1", "--actor-expiry-ms", "0"], output, error, interactive: false, stop.Token));
+        var port = await output.Port.WaitAsync(Patience);
+        var endPoint = new IPEndPoint(IPAddress.Loopback, port);
+
+        using (var first = await TcpPlayClient.ConnectAsync(endPoint, new TcpPlayClientOptions { RequestTimeout = Patience }))
+        using (var second = await TcpPlayClient.ConnectAsync(endPoint, new TcpPlayClientOptions { RequestTimeout = Patience }))
+        {
+            var admitted = await first.AuthenticateAsync(1, [1]).WaitAsync(Patience);
+            var refused = await second.AuthenticateAsync(2, [2]).WaitAsync(Patience);
+
+            Assert.True(admitted.IsSuccess, $"first stage: error {admitted.ErrorCode}");
+            Assert.Equal(ErrorCodes.TooManyStages, refused.ErrorCode);
+        }
+
+        await stop.CancelAsync();
+        var exit = await serve.WaitAsync(Patience);
+
+        Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
+        Assert.Contains("registry-options actor-expiry-ms=off idle-stage-close-ms=60000 stages-max=1 actors-per-stage-max=20000", output.Text, StringComparison.Ordinal);
+        Assert.Contains("server.StagesRefusedAtCap=1\n", output.Text, StringComparison.Ordinal);
+        Assert.Contains("serve.registry=live-stages=1 ", output.Text, StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("--stages-max", "0")]
+    [InlineData("--actors-per-stage-max", "-1")]
+    [InlineData("--actor-expiry-ms", "-5")]
+    public void Serve_WithARegistryOptionOutOfRange_Exits64NamingIt(string option, string value)
+    {
+        var result = CliHarness.Run("serve", "--port", "0", option, value);
+
+        Assert.True(result.ExitCode == SimCli.UsageErrorExitCode, result.ToString());
+        var lines = result.Error.Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(lines.Length == 1 && lines[0].StartsWith("error: ", StringComparison.Ordinal), result.ToString());
+        Assert.Contains(option, lines[0], StringComparison.Ordinal);
+        Assert.DoesNotContain("listening=", result.Output, StringComparison.Ordinal);
     }
 
     [Fact]

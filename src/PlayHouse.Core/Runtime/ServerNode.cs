@@ -157,6 +157,9 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
     public virtual void Dispose()
     {
+        // Every request completes exactly once, a stop included: what still waits for a reply is failed now, since
+        // nothing would ever answer it once the node's timer is gone.
+        Requests.FailAll(ErrorCodes.ServerStopping);
         Requests.Dispose();
         GC.SuppressFinalize(this);
     }

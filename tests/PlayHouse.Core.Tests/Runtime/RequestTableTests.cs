@@ -186,6 +186,22 @@ public sealed class RequestTableTests
     }
 
     [Fact]
+    public void Dispose_OfANodeWithRequestsStillWaiting_FailsEachOnceWithServerStopping_AndTheirDeadlinesNeverFire()
+    {
+        using var bench = new TableBench();
+        var tasks = Enumerable.Range(0, 2).Select(_ => bench.Issue(TimeSpan.FromMilliseconds(10))).ToArray();
+
+        bench.Api.Dispose();
+        bench.Advance(TimeSpan.FromMilliseconds(20));
+
+        Assert.All(tasks, t => Assert.Equal(ErrorCodes.ServerStopping, RuntimeHarness.Completed(t).ErrorCode));
+        Assert.Equal([RequestOutcome.FailedFast, RequestOutcome.FailedFast], bench.Observer.Completions.Select(c => c.Outcome));
+        Assert.Equal(0, bench.Api.PendingRequestCount);
+        Assert.Equal(0, bench.Api.Counters.RequestTimeouts);
+        bench.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void Timeout_OnAClockWhoseTicksDoNotDivideIntoTimestamps_FiresOnTheFirstTickAtTheDeadlineNotBefore()
     {
         // Three timestamps a second: a deadline one timestamp away lies 3,333,333.3 ticks ahead, so the timer must round up.

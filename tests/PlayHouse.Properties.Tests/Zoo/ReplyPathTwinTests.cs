@@ -58,6 +58,21 @@ public sealed class ReplyPathTwinTests
     }
 
     [Fact]
+    public void QueuingCycleGuard_LetsARingOfThreeStagesAwaitOneAnotherUntilTheTimeout_WhereTheCoreFailsTheRingFast()
+    {
+        // Three stages on one server, a client on each: each first request goes to the next stage at the same moment.
+        var options = Options("stage-peers") with { PlayServers = 1, Clients = 3, Stages = 3, RequestsPerClient = 1, InFlight = 1, LatencyShape = LatencyShape.Fixed };
+
+        var (flawed, correct) = RunBoth(options, "B9b");
+
+        RequestInvariants.FailFastCycles.Violation(flawed).ShouldNotBeNull().ShouldContain("awaited one another in a ring back to it: a cycle that must fail fast");
+        RequestInvariants.FailFastCycles.Violation(correct).ShouldBeNull();
+        correct.Passed.ShouldBeTrue(correct.Failure);
+        Counter(correct, "CycleRequestsRefused").ShouldBe(1);
+        correct.RequestsSucceeded.ShouldBe(3);
+    }
+
+    [Fact]
     public void CurrentRequestReplies_AnswerTheLatestRequestInsteadOfTheirOwn_AndTheNonceShowsIt()
     {
         // Two API calls in flight: the first reply callback runs after the second request arrived.
