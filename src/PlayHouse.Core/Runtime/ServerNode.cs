@@ -384,9 +384,18 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// so trivial calls in the handler and on this path stayed calls and their results went through the stack.
     /// </remarks>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)
+    internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId) =>
+        SendReply(token, msgId, payload, errorCode, fromStageId, nowTimestamp: null);
+
+    /// <summary>
+    /// <see cref="SendReply(in ReplyToken, string, Payload, ushort, long)"/> judging the entry's expiry at
+    /// <paramref name="nowTimestamp"/> (a reading of this node's clock the caller already holds), or at a fresh reading
+    /// when it is null.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId, long? nowTimestamp)
     {
-        switch (CloseInbound(token))
+        switch (CloseInbound(token, nowTimestamp))
         {
             case InboundClose.Closed:
                 RouteReply(token, msgId, payload, errorCode, fromStageId);
@@ -409,7 +418,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// <summary>Replies with an error unless the request was answered already; used by the runtime's own failure paths.</summary>
     internal bool TryReplyError(in ReplyToken token, ushort errorCode, long fromStageId)
     {
-        var closed = CloseInbound(token);
+        var closed = CloseInbound(token, nowTimestamp: null);
         if (closed == InboundClose.Expired)
         {
             Counters.AddReplyAfterExpiry();
@@ -423,14 +432,14 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         return true;
     }
 
-    private InboundClose CloseInbound(in ReplyToken token)
+    private InboundClose CloseInbound(in ReplyToken token, long? nowTimestamp)
     {
         if (!token.IsRequest)
         {
             return InboundClose.NotRequest;
         }
 
-        var now = Time.GetTimestamp();
+        var now = nowTimestamp ?? Time.GetTimestamp();
         using (NodeLock.Enter(_inboundGate))
         {
             if (_openInbound.Remove(token.InboundId, out var deadline))

@@ -37,6 +37,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private bool _suspended;
     private bool _handlerInProgress;
     private int _executing;
+
+    // The turn's clock reading for closing ledger entries (ReplyTimestamp); forgotten when a turn starts.
+    private long _turnTimestamp;
+    private bool _turnTimestampRead;
     private StageMessage _current;
     private ValueTask _currentTask;
     private StageState _state = StageState.Creating;
@@ -424,6 +428,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             ThrowConcurrentTurns();
         }
 
+        _turnTimestampRead = false;
         var previous = SynchronizationContext.Current;
         SynchronizationContext.SetSynchronizationContext(_syncContext);
         _callbackDispatch?.OnTurnStarting(this);
@@ -1004,10 +1009,32 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     // ---- IStageLink: sending ----
 
-    public void Reply(in Packet request, ushort errorCode) => _server.SendReply(AddressOf(request), request.MsgId, Payload.Empty, errorCode, StageId);
+    public void Reply(in Packet request, ushort errorCode) => _server.SendReply(AddressOf(request), request.MsgId, Payload.Empty, errorCode, StageId, ReplyTimestamp());
 
     public void Reply(in Packet request, string msgId, Payload payload, ushort errorCode = ErrorCodes.Success) =>
-        _server.SendReply(AddressOf(request), msgId, payload.Move("reply"), errorCode, StageId);
+        _server.SendReply(AddressOf(request), msgId, payload.Move("reply"), errorCode, StageId, ReplyTimestamp());
+
+    /// <summary>
+    /// The clock reading a reply's ledger entry is closed at: inside a turn, the turn's first reply reads the clock and
+    /// its later replies reuse that reading (a turn runs at most <see cref="ServerOptions.TurnMessageBudget"/> messages,
+    /// and in simulation time does not move within one), one clock read per turn instead of one per reply; outside a
+    /// turn, a fresh reading.
+    /// </summary>
+    private long ReplyTimestamp()
+    {
+        if (Volatile.Read(ref _executing) == 0)
+        {
+            return Time.GetTimestamp();
+        }
+
+        if (!_turnTimestampRead)
+        {
+            _turnTimestamp = Time.GetTimestamp();
+            _turnTimestampRead = true;
+        }
+
+        return _turnTimestamp;
+    }
 
     /// <summary>The packet's own token, unless a replaced part addresses replies (NodeParts.ReplyAddressing).</summary>
     private ReplyToken AddressOf(in Packet request) => _replyAddressing is null ? request.ReplyToken : _replyAddressing.AddressOf(request);
