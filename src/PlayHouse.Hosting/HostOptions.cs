@@ -110,10 +110,17 @@ public sealed class PlayServerHostOptions : ServerHostOptions
 
     public int MaxConnections { get; set; } = 10_000;
 
+    /// <summary>
+    /// How long a client message may wait in its stage's mailbox before it is answered with RequestExpired (or dropped,
+    /// one-way) instead of dispatched; null (the default) never sheds. See <see cref="ServerOptions.ClientMessageQueueTimeMax"/>.
+    /// </summary>
+    public TimeSpan? ClientMessageQueueTimeMax { get; set; }
+
     internal override ServerOptions ToServerOptions() => base.ToServerOptions() with
     {
         AuthenticateMsgId = AuthenticateMsgId,
         DefaultStageType = DefaultStageType,
+        ClientMessageQueueTimeMax = ClientMessageQueueTimeMax,
     };
 
     internal TcpTransportOptions ToTransportOptions() => new()

@@ -128,6 +128,28 @@ public sealed class HostingTests
     }
 
     [Fact]
+    public async Task ClientMessageQueueTimeMax_FromConfiguration_ShedsRequestsThatWaitedPastIt_WithRequestExpiredOverTcp()
+    {
+        var gate = new SlowGate();
+        using var host = BuildHost(new Dictionary<string, string?> { ["PlayServer:DefaultStageType"] = "slow", ["PlayServer:ClientMessageQueueTimeMax"] = "00:00:00.050" }, gate);
+        await host.StartAsync().WaitAsync(Patience);
+        var hosted = host.Services.GetRequiredService<PlayServerHost>();
+        using var client = await Connect(hosted);
+        var replies = Enumerable.Range(0, 3).Select(i => client.RequestAsync("Slow", 1, [(byte)i])).ToList();
+        await gate.Entered.WaitAsync(Patience);
+        await Eventually(() => hosted.Server!.GetStageStatistics().Single().MailboxLength == 2);
+
+        // The two queued requests wait at least this long, four times the limit, before the stage comes to them.
+        await Task.Delay(TimeSpan.FromMilliseconds(200));
+        gate.Open();
+        var outcomes = await Task.WhenAll(replies).WaitAsync(Patience);
+        await host.StopAsync().WaitAsync(Patience);
+
+        Assert.Equal([ErrorCodes.Success, ErrorCodes.RequestExpired, ErrorCodes.RequestExpired], outcomes.Select(r => r.ErrorCode));
+        Assert.Equal(2, hosted.Server!.Counters.RequestsExpiredInMailbox);
+    }
+
+    [Fact]
     public async Task ApiServerAndPlayServer_HostedSeparately_TalkOverTheTcpMesh()
     {
         using var apiHost = Host.CreateApplicationBuilder().Also(b => b.Services.AddApiServer(

@@ -188,7 +188,17 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
         _statistics.SendQueueHighWaterBytes = Math.Max(_statistics.SendQueueHighWaterBytes, _sendQueue.QueuedBytes);
         if (!_connection.IsOpen)
         {
-            OnSendFailed("the connection broke during a send");
+            // A socket reports a broken send on its own completion, never inside the sender's call: what the server does
+            // when it hears of it (the disconnect, and the hooks that observe it) runs as a network callback, so an
+            // exception there is counted and closes nothing more, and it never unwinds the handler that sent.
+            try
+            {
+                OnSendFailed("the connection broke during a send");
+            }
+            catch (Exception)
+            {
+                _statistics.CallbackFaults++;
+            }
         }
 
         return true;

@@ -80,7 +80,8 @@ public sealed class ClientFrameBatch
         public readonly ReplyToken Reply => MsgSeq == 0 || InboundId == 0 ? default : ReplyToken.ToClient(InboundId, MsgId, Session, MsgSeq, StageId);
 
         /// <summary>The mailbox entry of this frame, as a single frame's post builds it.</summary>
-        public readonly StageMessage ToStageMessage() => new()
+        /// <param name="staleAtTimestamp">From when the message is stale in the mailbox (0: never).</param>
+        public readonly StageMessage ToStageMessage(long staleAtTimestamp = 0) => new()
         {
             Kind = StageWorkKind.ClientMessage,
             External = true,
@@ -88,6 +89,7 @@ public sealed class ClientFrameBatch
             Payload = Payload,
             Reply = Reply,
             Actor = Actor,
+            StaleAtTimestamp = staleAtTimestamp,
         };
     }
 }

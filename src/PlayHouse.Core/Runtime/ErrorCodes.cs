@@ -74,6 +74,13 @@ public static class ErrorCodes
     /// <summary>The stage holds <see cref="ServerOptions.ActorsPerStageMax"/> actors; a new account's join was refused.</summary>
     public const ushort StageFull = 60023;
 
+    /// <summary>
+    /// The request waited in its stage's mailbox past its deadline and was answered with this instead of being dispatched
+    /// to a handler: its requester's own deadline passed (a mesh request that carried its timeout), or it waited
+    /// <see cref="ServerOptions.ClientMessageQueueTimeMax"/> (a client request). The handler never saw it.
+    /// </summary>
+    public const ushort RequestExpired = 60024;
+
     /// <summary>Returns a short name for a runtime error code, or the number for user codes.</summary>
     public static string Describe(ushort code) => code switch
     {
@@ -101,6 +108,7 @@ public static class ErrorCodes
         MeshSendQueueFull => nameof(MeshSendQueueFull),
         TooManyStages => nameof(TooManyStages),
         StageFull => nameof(StageFull),
+        RequestExpired => nameof(RequestExpired),
         _ => code.ToString(System.Globalization.CultureInfo.InvariantCulture),
     };
 }

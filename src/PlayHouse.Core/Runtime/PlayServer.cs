@@ -37,6 +37,9 @@ public sealed class PlayServer : ServerNode
     private readonly IClientFrameGate _frameGate;
     private readonly bool _sessionLookupsWithoutLock;
 
+    // ServerOptions.ClientMessageQueueTimeMax in timestamp units (at least 1); 0 when client messages never go stale.
+    private readonly long _clientQueueTimeDelta;
+
     public PlayServer(string nodeId, NodeSeams seams, ServerOptions? options = null)
         : base(nodeId, seams, options)
     {
@@ -50,6 +53,7 @@ public sealed class PlayServer : ServerNode
         _frameGate = Parts.ClientFrameGate;
         _sessionLookupsWithoutLock = _sessions.ConcurrentLookups;
         ClientPushes = Parts.ClientPushes;
+        _clientQueueTimeDelta = Options.ClientMessageQueueTimeMax is { } queueTimeMax ? Math.Max(1, TimestampSpan.ToDelta(queueTimeMax, Time.TimestampFrequency)) : 0;
     }
 
     public int StageCount
@@ -291,8 +295,11 @@ public sealed class PlayServer : ServerNode
         var stage = batch.Stage!;
         try
         {
-            OpenClientTokens(batch);
-            stage.PostBatch(batch);
+            // The receive's one clock reading dates the batch: its ledger entries' deadlines and, when client messages
+            // may go stale in a mailbox (ClientMessageQueueTimeMax), the instant from which they are stale.
+            var now = batch.ReceivedTimestamp ?? Time.GetTimestamp();
+            OpenClientTokens(batch, now);
+            stage.PostBatch(batch, _clientQueueTimeDelta == 0 ? 0 : now + _clientQueueTimeDelta);
         }
         finally
         {
@@ -437,6 +444,7 @@ public sealed class PlayServer : ServerNode
             Payload = payload,
             Reply = reply,
             Actor = actor,
+            StaleAtTimestamp = _clientQueueTimeDelta == 0 ? 0 : Time.GetTimestamp() + _clientQueueTimeDelta,
         };
         if (!actor.Host.Post(message))
         {
@@ -826,7 +834,7 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (!TryOpenMeshToken(message, message.StageId, out var reply))
+        if (!TryOpenMeshToken(message, message.StageId, out var reply, out var staleAt))
         {
             message.Payload.DisposeIfOwner();
             return;
@@ -841,6 +849,7 @@ public sealed class PlayServer : ServerNode
             Reply = reply,
             WaiterStageId = message.IsRequest && message.SenderAwaits ? message.FromStageId : 0,
             AwaitChain = message.AwaitChain,
+            StaleAtTimestamp = staleAt,
         };
         if (!stage.Post(stageMessage))
         {

@@ -38,6 +38,8 @@ public sealed class ServerCounters
     private long _joinsRefusedAtCap;
     private long _disconnectedActorsExpired;
     private long _idleStagesClosed;
+    private long _requestsExpiredInMailbox;
+    private long _sendsExpiredInMailbox;
 
     public long MailboxRefused => Volatile.Read(ref _mailboxRefused);
 
@@ -117,6 +119,18 @@ public sealed class ServerCounters
     /// <summary>Stages closed because they stayed idle for <see cref="ServerOptions.IdleStageCloseAfter"/>.</summary>
     public long IdleStagesClosed => Volatile.Read(ref _idleStagesClosed);
 
+    /// <summary>
+    /// Requests answered with <see cref="ErrorCodes.RequestExpired"/> when they came out of a stage's mailbox past their
+    /// deadline, instead of being dispatched to a handler.
+    /// </summary>
+    public long RequestsExpiredInMailbox => Volatile.Read(ref _requestsExpiredInMailbox);
+
+    /// <summary>
+    /// One-way client messages dropped when they came out of a stage's mailbox after waiting
+    /// <see cref="ServerOptions.ClientMessageQueueTimeMax"/> or longer; nobody waits for an answer to them.
+    /// </summary>
+    public long SendsExpiredInMailbox => Volatile.Read(ref _sendsExpiredInMailbox);
+
     /// <summary>All counters by name, in name order, for reports.</summary>
     public IReadOnlyList<KeyValuePair<string, long>> Snapshot() =>
     [
@@ -141,8 +155,10 @@ public sealed class ServerCounters
         new(nameof(RepliesAfterExpiry), RepliesAfterExpiry),
         new(nameof(RepliesToClosedSessions), RepliesToClosedSessions),
         new(nameof(RequestTimeouts), RequestTimeouts),
+        new(nameof(RequestsExpiredInMailbox), RequestsExpiredInMailbox),
         new(nameof(SecondReplyAttempts), SecondReplyAttempts),
         new(nameof(SelfRequestsRefused), SelfRequestsRefused),
+        new(nameof(SendsExpiredInMailbox), SendsExpiredInMailbox),
         new(nameof(SessionsClosedBeforeAuthentication), SessionsClosedBeforeAuthentication),
         new(nameof(StagesRefusedAtCap), StagesRefusedAtCap),
         new(nameof(TimerTicksCoalesced), TimerTicksCoalesced),
@@ -217,4 +233,8 @@ public sealed class ServerCounters
     internal void AddDisconnectedActorExpired() => Interlocked.Increment(ref _disconnectedActorsExpired);
 
     internal void AddIdleStageClosed() => Interlocked.Increment(ref _idleStagesClosed);
+
+    internal void AddRequestExpiredInMailbox() => Interlocked.Increment(ref _requestsExpiredInMailbox);
+
+    internal void AddSendExpiredInMailbox() => Interlocked.Increment(ref _sendsExpiredInMailbox);
 }

@@ -170,9 +170,18 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// requester was already answered with <see cref="ErrorCodes.TooManyUnansweredRequests"/> (counted), and the caller
     /// must release the payload and drop the message.
     /// </summary>
-    internal bool TryOpenMeshToken(in MeshMessage message, long stageId, out ReplyToken token)
+    internal bool TryOpenMeshToken(in MeshMessage message, long stageId, out ReplyToken token) =>
+        TryOpenMeshToken(message, stageId, out token, out _);
+
+    /// <summary>
+    /// As <see cref="TryOpenMeshToken(in MeshMessage, long, out ReplyToken)"/>; also gives the timestamp from which the
+    /// request is stale in a stage's mailbox: its requester's deadline when the request carries its timeout and
+    /// <see cref="ServerOptions.ShedMeshRequestsPastDeadline"/> is on, else 0 (never).
+    /// </summary>
+    internal bool TryOpenMeshToken(in MeshMessage message, long stageId, out ReplyToken token, out long staleAtTimestamp)
     {
         token = default;
+        staleAtTimestamp = 0;
         if (!message.IsRequest)
         {
             return true;
@@ -182,10 +191,16 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         // (a sender that passed no timeout used its own default, and the nodes of one cluster share their options).
         var timeout = message.TimeoutMs > 0 ? TimeSpan.FromMilliseconds(message.TimeoutMs) : Options.RequestTimeout;
         var unanswered = ReplyToken.ToMesh(0, message.MsgId, message.From, message.MsgSeq, stageId);
-        if (!TryOpenInbound(timeout, Time.GetTimestamp(), out var id))
+        if (!TryOpenInbound(timeout, Time.GetTimestamp(), out var id, out var deadline))
         {
             RefuseOverLedgerCap(unanswered, stageId);
             return false;
+        }
+
+        // Only a deadline the requester stated is grounds to shed: this node's default is a guess about the requester.
+        if (message.TimeoutMs > 0 && Options.ShedMeshRequestsPastDeadline)
+        {
+            staleAtTimestamp = deadline;
         }
 
         token = ReplyToken.ToMesh(id, message.MsgId, message.From, message.MsgSeq, stageId);
@@ -193,9 +208,10 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     }
 
     /// <summary>
-    /// Opens the exactly-once ledger entry of a request from a client session; false as for <see cref="TryOpenMeshToken"/>.
-    /// The entry expires <see cref="ServerOptions.RequestTimeout"/> after <paramref name="receivedTimestamp"/>, the
-    /// arrival of the request on this node's clock, or after now when it is null.
+    /// Opens the exactly-once ledger entry of a request from a client session; false as for
+    /// <see cref="TryOpenMeshToken(in MeshMessage, long, out ReplyToken)"/>. The entry expires
+    /// <see cref="ServerOptions.RequestTimeout"/> after <paramref name="receivedTimestamp"/>, the arrival of the request on
+    /// this node's clock, or after now when it is null.
     /// </summary>
     internal bool TryOpenClientToken(ClientSession session, ushort msgSeq, long stageId, string msgId, long? receivedTimestamp, out ReplyToken token)
     {
@@ -206,7 +222,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
 
         // A client's timeout is not on the wire; PlayHouse clients default to the same 30 s as RequestTimeout.
-        if (!TryOpenInbound(Options.RequestTimeout, receivedTimestamp ?? Time.GetTimestamp(), out var id))
+        if (!TryOpenInbound(Options.RequestTimeout, receivedTimestamp ?? Time.GetTimestamp(), out var id, out _))
         {
             RefuseOverLedgerCap(ReplyToken.ToClient(0, msgId, session, msgSeq, stageId), stageId);
             return false;
@@ -237,9 +253,9 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         RouteReply(unanswered, unanswered.RequestMsgId, Payload.Empty, ErrorCodes.TooManyUnansweredRequests, stageId);
     }
 
-    private bool TryOpenInbound(TimeSpan timeout, long now, out long id)
+    private bool TryOpenInbound(TimeSpan timeout, long now, out long id, out long deadline)
     {
-        var deadline = now + TimestampSpan.ToDelta(timeout, Time.TimestampFrequency);
+        deadline = now + TimestampSpan.ToDelta(timeout, Time.TimestampFrequency);
         using (NodeLock.Enter(_inboundGate))
         {
             ExpireInbound(now, scanAll: false);
@@ -252,9 +268,8 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// by one (the entries are swept once, as the later ones of a run of opens at one instant would find nothing more to
     /// sweep). A request over the cap is marked <see cref="BatchedFrameState.RefusedByLedger"/> and answered afterwards.
     /// </summary>
-    internal void OpenClientTokens(ClientFrameBatch batch)
+    internal void OpenClientTokens(ClientFrameBatch batch, long now)
     {
-        var now = batch.ReceivedTimestamp ?? Time.GetTimestamp();
         var deadline = now + TimestampSpan.ToDelta(Options.RequestTimeout, Time.TimestampFrequency);
         using (NodeLock.Enter(_inboundGate))
         {

@@ -24,6 +24,32 @@ public sealed record ServerOptions
     /// </summary>
     public TimeSpan RequestTimeout { get; init; } = TimeSpan.FromSeconds(30);
 
+    /// <summary>
+    /// How long a client message may wait in its stage's mailbox. One that comes up for dispatch after waiting this long
+    /// or longer is not dispatched to a handler: a request is answered with <see cref="ErrorCodes.RequestExpired"/>
+    /// (counted in <see cref="ServerCounters.RequestsExpiredInMailbox"/>), a one-way message is dropped (counted in
+    /// <see cref="ServerCounters.SendsExpiredInMailbox"/>). Null, the default, dispatches every message however long it
+    /// waited, as PlayHouse does.
+    /// </summary>
+    /// <remarks>
+    /// PlayHouse's client protocol carries no deadline, so the server cannot know how long a client waits; a limit
+    /// shorter than that sheds requests the client would still have taken, and no limit lets an overloaded stage
+    /// spend itself on requests whose clients gave up (a metastable stall: every answer comes too late, the clients
+    /// send new requests, and the queue never shrinks). Set it when the clients' timeout is known, to that timeout
+    /// less the time a request spends outside the mailbox (the network both ways and the handler's own work).
+    /// </remarks>
+    public TimeSpan? ClientMessageQueueTimeMax { get; init; }
+
+    /// <summary>
+    /// A mesh request that carries its sender's timeout and comes up for dispatch after that timeout has passed since it
+    /// arrived is answered with <see cref="ErrorCodes.RequestExpired"/> instead of being dispatched (counted in
+    /// <see cref="ServerCounters.RequestsExpiredInMailbox"/>): its sender has already timed out, so the handler's reply
+    /// could only arrive late. On by default, because the deadline is the sender's own (the clock starts at arrival,
+    /// later than the sender's, so it never sheds a request its sender still waits for). A request sent without an
+    /// explicit timeout carries none and is always dispatched.
+    /// </summary>
+    public bool ShedMeshRequestsPastDeadline { get; init; } = true;
+
     /// <summary>Ticks of one timer waiting in a mailbox before further ticks are coalesced (dropped and counted).</summary>
     public int TimerPendingTicksMax { get; init; } = 1;
 
@@ -95,6 +121,7 @@ public sealed record ServerOptions
         Require(ActorsPerStageMax > 0, nameof(ActorsPerStageMax));
         Require(DisconnectedActorExpiry is null || DisconnectedActorExpiry > TimeSpan.Zero, nameof(DisconnectedActorExpiry));
         Require(IdleStageCloseAfter is null || IdleStageCloseAfter > TimeSpan.Zero, nameof(IdleStageCloseAfter));
+        Require(ClientMessageQueueTimeMax is null || ClientMessageQueueTimeMax > TimeSpan.Zero, nameof(ClientMessageQueueTimeMax));
     }
 
     private static void Require(bool ok, string name)

@@ -199,7 +199,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// closed or the mailbox is at its cap. The hooks hear of each queued message afterwards, in order, once the stage's
     /// state is whole.
     /// </summary>
-    internal void PostBatch(ClientFrameBatch batch)
+    internal void PostBatch(ClientFrameBatch batch, long staleAtTimestamp)
     {
         Span<int> lengths = stackalloc int[ClientFrameBatch.CapacityMax];
         Span<int> externals = stackalloc int[ClientFrameBatch.CapacityMax];
@@ -215,7 +215,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                     continue;
                 }
 
-                if (_state == StageState.Closed || !_mailbox.TryEnqueue(entry.ToStageMessage()))
+                if (_state == StageState.Closed || !_mailbox.TryEnqueue(entry.ToStageMessage(staleAtTimestamp)))
                 {
                     entry.State = BatchedFrameState.RefusedByStage;
                     continue;
@@ -442,6 +442,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 (SendOrPostCallback Callback, object? State) continuation = default;
                 var hasContinuation = false;
                 var hasMessage = false;
+                var stale = false;
                 StageMessage message = default;
                 using (NodeLock.Enter(_gate))
                 {
@@ -452,7 +453,9 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                     }
                     else if (!_suspended && budget > 0 && _mailbox.TryDequeue(out message))
                     {
-                        _handlerInProgress = true;
+                        // A message past its deadline is answered here instead of dispatched, so no handler starts for it.
+                        stale = message.StaleAtTimestamp != 0 && _server.Time.GetTimestamp() >= message.StaleAtTimestamp;
+                        _handlerInProgress = !stale;
                         hasMessage = true;
                         budget--;
                     }
@@ -474,6 +477,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 if (hasContinuation)
                 {
                     RunContinuation(continuation.Callback!, continuation.State);
+                }
+                else if (stale)
+                {
+                    ShedStale(ref message);
                 }
                 else if (hasMessage)
                 {
@@ -500,6 +507,34 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void ThrowConcurrentTurns() =>
         throw new InvalidOperationException($"Two turns of stage {StageId} on {NodeId} ran at once; the executor broke the one-turn-at-a-time rule.");
+
+    /// <summary>
+    /// Ends a message that came up for dispatch past its deadline (<see cref="StageMessage.StaleAtTimestamp"/>) without
+    /// dispatching it: a request gets its one reply, <see cref="ErrorCodes.RequestExpired"/>; a one-way message is dropped.
+    /// Either way it is counted and its payload released.
+    /// </summary>
+    /// <remarks>
+    /// Its requester has given up (a mesh request past the deadline it carried) or is assumed to have (a client message
+    /// older than <see cref="ServerOptions.ClientMessageQueueTimeMax"/>): running the handler would only spend the
+    /// stage's time on an answer that arrives too late, while the requests behind it wait longer still.
+    /// Out of line: it is the rare path of the turn loop.
+    /// </remarks>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ShedStale(ref StageMessage message)
+    {
+        if (message.Reply.IsRequest)
+        {
+            Counters.AddRequestExpiredInMailbox();
+            _server.TryReplyError(message.Reply, ErrorCodes.RequestExpired, StageId);
+        }
+        else
+        {
+            Counters.AddSendExpiredInMailbox();
+        }
+
+        _server.Observer.OnDropped(NodeId, nameof(ErrorCodes.RequestExpired), message.MsgId);
+        message.Payload.DisposeIfOwner();
+    }
 
     private void RunContinuation(SendOrPostCallback callback, object? state)
     {

@@ -24,6 +24,14 @@ internal struct StageMessage
 
     /// <summary>The stages upstream of the waiter that also wait on this handler (the request's await chain).</summary>
     public AwaitingStage[]? AwaitChain;
+
+    /// <summary>
+    /// The timestamp (the node's <see cref="TimeProvider"/>) from which the message is stale: coming up for dispatch at or
+    /// after it, it is answered with <see cref="ErrorCodes.RequestExpired"/> (or dropped, one-way) instead of dispatched.
+    /// 0: never stale. Set when the message is posted (<see cref="ServerOptions.ClientMessageQueueTimeMax"/>,
+    /// <see cref="ServerOptions.ShedMeshRequestsPastDeadline"/>).
+    /// </summary>
+    public long StaleAtTimestamp;
 }
 
 /// <summary>A completion that runs on the stage when its mailbox entry comes up.</summary>

@@ -117,6 +117,30 @@ public sealed class ClientFrameBatchTests
     }
 
     [Fact]
+    public void BatchedRequestsThatWaitPastTheQueueTimeMax_AreAnsweredRequestExpired_FromTheirReceive()
+    {
+        using var h = new RuntimeHarness(new ServerOptions { DefaultStageType = RuntimeHarness.StageType, ClientMessageQueueTimeMax = TimeSpan.FromSeconds(1) });
+        h.CreateStage(1);
+        var client = h.Join(1, accountId: 7);
+        var batch = new ClientFrameBatch();
+        var start = h.Clock.NowTicks;
+        h.Play.OnClientFrame(client.SessionId, "Stale", 60, 1, h.Bytes(6), h.Clock.GetTimestamp(), batch);
+        h.Play.FlushClientFrames(batch);
+        h.Clock.AdvanceTo(start + TimeSpan.FromMilliseconds(500).Ticks);
+        h.Play.OnClientFrame(client.SessionId, "Fresh", 61, 1, h.Bytes(6), h.Clock.GetTimestamp(), batch);
+        h.Play.FlushClientFrames(batch);
+
+        // The turn comes one second after the first receive: the first request has waited its limit, the second half of it.
+        h.Clock.AdvanceTo(start + TimeSpan.FromSeconds(1).Ticks);
+        h.Pump();
+
+        Assert.Equal((ErrorCodes.RequestExpired, ErrorCodes.Success), (client.ReplyTo(60).ErrorCode, client.ReplyTo(61).ErrorCode));
+        Assert.Equal(["Fresh"], h.Stages[1].Dispatched);
+        Assert.Equal(0, h.Play.UnansweredRequestCount);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void BatchForAClosedSession_IsNotHeld_AndReleasesItsPayload()
     {
         using var h = new RuntimeHarness();

@@ -84,6 +84,29 @@ public sealed class SessionConnectionTests
         Assert.Equal(1, play.Play!.SessionCount);
     }
 
+    [Fact]
+    public void ExceptionWhileTheServerHearsOfABrokenSend_IsACountedCallbackFault_AndNeverUnwindsTheHandlerThatSent()
+    {
+        // The join's reply breaks the connection during the server's send (every server segment lost, reset on loss),
+        // so the session closes inside the join handler; the hook throws on that close's mailbox post (stage 1's third:
+        // create, join, then the disconnect). A socket reports a broken send on its own completion, so the join goes on.
+        var hook = new ThrowOnPost(stageId: 1, postNumber: 3);
+        using var cluster = Build(seed: 4, clients: 1, observer: hook);
+        var play = cluster.PlayServers.Single();
+        var client = cluster.Clients[0];
+        cluster.Network.SetPath(play.ClientEndpoint, client.Endpoint, new PathOptions { LossProbability = 1, StreamLoss = StreamLossMode.Reset });
+        client.Connect(play.ClientEndpoint);
+        client.Request("AuthenticateRequest", 1, BitConverter.GetBytes(7L), TimeSpan.FromSeconds(1), (_, _) => { });
+        cluster.World.RunUntilQuiet(TimeSpan.FromMinutes(1).Ticks);
+
+        Assert.Equal(1, hook.Thrown);
+        Assert.Equal((1L, 1L), (play.Sessions.SendFailures, play.Sessions.CallbackFaults));
+        Assert.Empty(hook.HandlerFailures);
+        Assert.Equal(
+            [LifecycleEvent.ActorCreate, LifecycleEvent.ActorAuthenticate, LifecycleEvent.ActorPostAuthenticate, LifecycleEvent.ActorJoinStage, LifecycleEvent.ActorPostJoinStage, LifecycleEvent.ActorDisconnected],
+            hook.ActorEvents);
+    }
+
     private static SimCluster Build(ulong seed, int clients, RuntimeObserver? observer = null)
     {
         var builder = new SimClusterBuilder(seed)
@@ -114,6 +137,37 @@ public sealed class SessionConnectionTests
                 throw new InvalidOperationException("hook fault");
             }
         }
+    }
+
+    /// <summary>A diagnostics hook with a bug: it throws on one mailbox post of a stage. Records actor lifecycle and handler failures.</summary>
+    private sealed class ThrowOnPost(long stageId, int postNumber) : RuntimeObserver
+    {
+        private int _posts;
+
+        public int Thrown { get; private set; }
+
+        public List<LifecycleEvent> ActorEvents { get; } = [];
+
+        public List<Exception> HandlerFailures { get; } = [];
+
+        public override void OnMailboxPosted(string nodeId, long postedStageId, int mailboxLength, int externalLength)
+        {
+            if (postedStageId == stageId && ++_posts == postNumber)
+            {
+                Thrown++;
+                throw new InvalidOperationException("hook fault");
+            }
+        }
+
+        public override void OnLifecycle(string nodeId, long lifecycleStageId, long actorInstance, long accountId, LifecycleEvent lifecycleEvent)
+        {
+            if (actorInstance != 0)
+            {
+                ActorEvents.Add(lifecycleEvent);
+            }
+        }
+
+        public override void OnHandlerFailed(string nodeId, long failedStageId, StageWorkKind kind, string? msgId, Exception error) => HandlerFailures.Add(error);
     }
 
     private sealed class Room : IStage
