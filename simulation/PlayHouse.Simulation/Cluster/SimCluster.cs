@@ -1,3 +1,4 @@
+using System.Buffers;
 using PlayHouse.Core.Codec;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
@@ -33,7 +34,8 @@ public sealed class SimClusterBuilder(ulong seed)
     private IReadOnlyList<SimClientTransport> _clientTransports = [SimClientTransport.Tcp];
     private ServerOptions _serverOptions = new();
     private PathOptions _network = new();
-    private Func<SimWorld, Xoshiro256StarStar, PathOptions, SimNetwork> _networkFactory = (world, random, defaults) => new SimNetwork(world, random, defaults);
+    private Func<SimWorld, Xoshiro256StarStar, PathOptions, SimNetwork>? _networkFactory;
+    private ArrayPool<byte>? _streamStores;
     private MeshSemantics _meshSemantics = MeshSemantics.Stream;
     private SimWorldOptions _worldOptions = new();
     private Func<SimCluster, RuntimeObserver>? _observer;
@@ -202,6 +204,17 @@ public sealed class SimClusterBuilder(ulong seed)
         return this;
     }
 
+    /// <summary>
+    /// The pool the standard network takes its stream stores from (see <see cref="Runs.RunScratch"/>); null, the default,
+    /// gives the network a pool of its own. A network made by a <see cref="WithNetwork(Func{SimWorld, Xoshiro256StarStar, PathOptions, SimNetwork})"/>
+    /// factory chooses its own.
+    /// </summary>
+    public SimClusterBuilder WithStreamStores(ArrayPool<byte>? pool)
+    {
+        _streamStores = pool;
+        return this;
+    }
+
     public SimClusterBuilder WithMeshSemantics(MeshSemantics semantics)
     {
         _meshSemantics = semantics;
@@ -256,7 +269,8 @@ public sealed class SimClusterBuilder(ulong seed)
     public SimCluster Build()
     {
         var world = new SimWorld(Seed, _worldOptions);
-        var network = _networkFactory(world, world.CreateRandom(), _network);
+        var networkRandom = world.CreateRandom();
+        var network = _networkFactory is null ? new SimNetwork(world, networkRandom, _network, _streamStores) : _networkFactory(world, networkRandom, _network);
         var cluster = new SimCluster(world, network, _serverOptions, _stageTypes, _apiSetups, _meshSemantics)
         {
             NodeParts = _nodeParts,

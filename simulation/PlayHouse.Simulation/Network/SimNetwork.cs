@@ -1,3 +1,4 @@
+using System.Buffers;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Seams;
 
@@ -157,12 +158,28 @@ public class SimNetwork
     // shared buffer stays in cache where a buffer per connection (10,000 clients: 20 MB) would not.
     private byte[] _sendScratch = new byte[1024];
 
-    public SimNetwork(SimWorld world, Xoshiro256StarStar random, PathOptions? defaults = null)
+    // The longest stream store a pool keeps: a slow reader's direction fills up to its send-queue cap (4 MB by default),
+    // and its store is about twice what it holds. A longer store is allocated when needed and left to the GC as before.
+    private const int StreamStoreLengthPooledMax = 8 * 1024 * 1024;
+
+    // Stores kept per length: enough that a burst usually reuses what an earlier one (or an earlier run) gave back,
+    // while a pool never holds more than 8 x (8 MB + 4 MB + ...), about 128 MB, and only as many of each length as
+    // a world once had free at one time.
+    private const int StreamStoresPerLengthMax = 8;
+
+    /// <param name="world">The world whose events carry every send and delivery.</param>
+    /// <param name="random">The network's own random source (latency, loss, splits).</param>
+    /// <param name="defaults">Options of every path without its own.</param>
+    /// <param name="streamStores">Where the stream directions take the arrays for their queued bytes from and give them
+    /// back to; null gives this network a pool of its own (<see cref="CreateStreamStorePool"/>). Runs one after another on
+    /// one thread may share one pool (<see cref="Runs.RunScratch"/>), never worlds that step at the same time.</param>
+    public SimNetwork(SimWorld world, Xoshiro256StarStar random, PathOptions? defaults = null, ArrayPool<byte>? streamStores = null)
     {
         ArgumentNullException.ThrowIfNull(world);
         ArgumentNullException.ThrowIfNull(random);
         _world = world;
         _random = random;
+        StreamStores = streamStores ?? CreateStreamStorePool();
         Defaults = defaults ?? new PathOptions();
         Defaults.Validate();
         // Only datagrams pass through this pool (stream bytes sit in their directions). A datagram-heavy run with many
@@ -172,6 +189,15 @@ public class SimNetwork
     }
 
     public SimWorld World => _world;
+
+    /// <summary>The pool the stream directions' byte stores come from; each array in it or in exactly one direction.</summary>
+    internal ArrayPool<byte> StreamStores { get; }
+
+    /// <summary>
+    /// A pool for stream stores: power-of-two arrays up to <see cref="StreamStoreLengthPooledMax"/> bytes, at most
+    /// <see cref="StreamStoresPerLengthMax"/> of each length kept. Larger stores are allocated and dropped as before.
+    /// </summary>
+    public static ArrayPool<byte> CreateStreamStorePool() => ArrayPool<byte>.Create(StreamStoreLengthPooledMax, StreamStoresPerLengthMax);
 
     /// <summary>Options of every path without its own.</summary>
     public PathOptions Defaults { get; private set; }

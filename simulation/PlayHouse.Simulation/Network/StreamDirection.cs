@@ -199,6 +199,9 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
             _bytesEnd = 0;
             if (_bytes.Length > BytesRetainedMax)
             {
+                // Back to the network's pool rather than to the GC: the next burst, here or on another connection (or
+                // in the next run on this thread), takes it again instead of allocating a large object.
+                Sender.Network.StreamStores.Return(_bytes);
                 _bytes = [];
             }
         }
@@ -215,6 +218,14 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
         {
             _bytesStart = 0;
             _bytesEnd = 0;
+
+            // A direction is emptied when its connection closes or resets: whatever it still sends is discarded or
+            // starts a new store, so the store goes back to the pool instead of dying with the connection.
+            if (_bytes.Length > 0)
+            {
+                Sender.Network.StreamStores.Return(_bytes);
+                _bytes = [];
+            }
         }
 
         return discarded;
@@ -247,9 +258,18 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
         }
         else
         {
-            // A delivery running now reads the old array, which it keeps; the new one gets a copy.
-            var grown = new byte[Math.Max(BytesStoreMin, (int)Math.Min(Array.MaxLength, Math.Max(2L * _bytes.Length, 2L * needed)))];
+            // A delivery running now reads the old array, which it keeps (the GC frees it after); the new one gets a copy.
+            // An old array nothing reads goes back to the pool. Pooled arrays are powers of two and may hold another
+            // connection's (or run's) old bytes: only the bytes between _bytesStart and _bytesEnd are ever read, and
+            // each of them was written here first.
+            var stores = Sender.Network.StreamStores;
+            var grown = stores.Rent(Math.Max(BytesStoreMin, (int)Math.Min(Array.MaxLength, Math.Max(2L * _bytes.Length, 2L * needed))));
             _bytes.AsSpan(_bytesStart, live).CopyTo(grown);
+            if (_pinnedBytes == 0 && _bytes.Length > 0)
+            {
+                stores.Return(_bytes);
+            }
+
             _bytes = grown;
         }
 

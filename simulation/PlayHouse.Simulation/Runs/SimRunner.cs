@@ -32,6 +32,12 @@ public sealed record RunSettings
 
     /// <summary>Events between the cheap per-step checks (1 = after every event).</summary>
     public int CheckEveryEvents { get; init; } = 1;
+
+    /// <summary>
+    /// Memory to reuse from the previous run on this thread (see <see cref="RunScratch"/>); null allocates it for this
+    /// run alone. Runs that share one scratch must run one after another.
+    /// </summary>
+    public RunScratch? Scratch { get; init; }
 }
 
 /// <summary>
@@ -50,7 +56,7 @@ public static class SimRunner
         var wallStart = settings.WallClock?.Elapsed ?? TimeSpan.Zero;
         CheckerSet? checkers = null;
         SimCluster? cluster = null;
-        var rtt = new LatencyHistogram();
+        var rtt = settings.Scratch?.TakeRtt() ?? new LatencyHistogram();
         IScenarioRun? run = null;
         string? crash = null;
         var timedOut = false;
@@ -63,6 +69,7 @@ public static class SimRunner
                 .WithClients(options.Clients, inFlightMax: Math.Min(ushort.MaxValue - 1, options.InFlight + 1))
                 .WithNetwork(options.ToPathOptions())
                 .WithMeshSemantics(options.Mesh)
+                .WithStreamStores(settings.Scratch?.StreamStores)
                 // The world's own livelock limit is the run's budget: the runner stops at the budget first and reports a
                 // liveness failure, so the world's exception stays a backstop for anything that steps it elsewhere.
                 .WithWorldOptions(new SimWorldOptions { ExploreSchedules = options.ExploreSchedules, EventsMax = eventsMax })
