@@ -62,6 +62,7 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
     private bool _sending;
     private bool _writing;
     private bool _receiveActive = true;
+    // Written under _gate; IsClosed reads it without the lock, a snapshot that a close may overtake as it could the lock's.
     private bool _closed;
     private bool _finished;
     private long _queueFullSinceTimestamp;
@@ -89,16 +90,8 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
 
     protected TcpTransportCounters Counters { get; }
 
-    public bool IsClosed
-    {
-        get
-        {
-            lock (_gate)
-            {
-                return _closed;
-            }
-        }
-    }
+    /// <summary>Whether the connection is closed; read without the lock (the receive path asks once per frame).</summary>
+    public bool IsClosed => Volatile.Read(ref _closed);
 
     public SessionCloseReason CloseReason
     {
@@ -167,7 +160,7 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
                 return false;
             }
 
-            _closed = true;
+            Volatile.Write(ref _closed, true);
             _closeReason = reason;
             _closeDetail = detail;
             dropped = _queuedBytes;

@@ -221,6 +221,14 @@ public sealed class TcpClientSession : IClientConnection
         private readonly TcpClientListener _listener;
         private readonly PlayServer _server;
         private readonly ClientFrameDecoder _decoder;
+
+        // The requests of one receive are dated once for the server's ledger, not one clock read per request: by the
+        // connection's last-receive timestamp when the listener shares the server's clock, else by a reading of it.
+        private readonly bool _sharesServerClock;
+
+        // The plain messages of one receive, entered in the ledger and the stage's mailbox together (one lock each per
+        // receive instead of per frame); flushed before OnReceived returns.
+        private readonly ClientFrameBatch _batch = new();
         private long _partialFrameSinceTimestamp;
 
         public FrameSink(TcpClientSession session, TcpClientListener listener)
@@ -229,6 +237,7 @@ public sealed class TcpClientSession : IClientConnection
             _listener = listener;
             _server = listener.Server;
             _decoder = new ClientFrameDecoder(_server.Pool, listener.MsgIds, new FrameDecoderOptions { MaxBodyBytes = listener.Options.MaxBodyBytes, PayloadOwner = "session-receive" });
+            _sharesServerClock = ReferenceEquals(listener.Time, _server.Time);
         }
 
         public long PartialFrameSinceTimestamp => Volatile.Read(ref _partialFrameSinceTimestamp);
@@ -238,6 +247,7 @@ public sealed class TcpClientSession : IClientConnection
         public void OnReceived(ReadOnlySpan<byte> data)
         {
             var connection = _session._connection;
+            var receivedTimestamp = _sharesServerClock ? connection.LastReceiveTimestamp : _server.Time.GetTimestamp();
             long frames = 0;
             try
             {
@@ -246,12 +256,22 @@ public sealed class TcpClientSession : IClientConnection
                     frames++;
                     if (_listener.IsDraining)
                     {
+                        try
+                        {
+                            _server.FlushClientFrames(_batch);
+                        }
+                        catch
+                        {
+                            frame.Payload.DisposeIfOwner();
+                            throw;
+                        }
+
                         RefuseWhileDraining(frame);
                     }
                     else
                     {
                         // Ownership of the payload passes to the server; it may close this session synchronously.
-                        _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                        _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload, receivedTimestamp, _batch);
                     }
 
                     if (connection.IsClosed)
@@ -263,13 +283,29 @@ public sealed class TcpClientSession : IClientConnection
             }
             catch (FrameDecodeException e)
             {
-                Counters.AddMalformed(e.Error);
-                connection.Close(SessionCloseReason.MalformedFrame, e.Message);
+                try
+                {
+                    // The good frames before the bad one reach their stage before the close tells it the actor left.
+                    _server.FlushClientFrames(_batch);
+                }
+                finally
+                {
+                    Counters.AddMalformed(e.Error);
+                    connection.Close(SessionCloseReason.MalformedFrame, e.Message);
+                }
+
                 return;
             }
             finally
             {
-                Counters.AddFramesReceived(frames);
+                try
+                {
+                    _server.FlushClientFrames(_batch);
+                }
+                finally
+                {
+                    Counters.AddFramesReceived(frames);
+                }
             }
 
             if (_decoder.HasPartialFrame)

@@ -76,16 +76,8 @@ public sealed class HostingTests
     [Fact]
     public async Task GracefulStop_StopsAccepting_AndDrainsQueuedRequestsBeforeClosing()
     {
-        var gate = new SlowGate();
-        using var host = BuildHost(new Dictionary<string, string?> { ["PlayServer:DefaultStageType"] = "slow", ["PlayServer:DrainTimeout"] = "00:00:20" }, gate);
-        await host.StartAsync().WaitAsync(Patience);
-        var hosted = host.Services.GetRequiredService<PlayServerHost>();
-        using var client = await Connect(hosted);
-
-        // Three requests: the first holds the stage until the gate opens, the other two wait in its mailbox.
-        var replies = Enumerable.Range(0, 3).Select(i => client.RequestAsync("Slow", 1, [(byte)i])).ToList();
-        await gate.Entered.WaitAsync(Patience);
-        await Eventually(() => hosted.Server!.GetStageStatistics().Single().MailboxLength == 2);
+        using var backlog = await SlowBacklog.StartAsync(new() { ["PlayServer:DrainTimeout"] = "00:00:20" });
+        var (host, hosted, gate, replies) = (backlog.Host, backlog.Hosted, backlog.Gate, backlog.Replies);
         var stopping = host.StopAsync();
         await Eventually(() => !hosted.Listener!.IsAccepting);
         var refusedConnect = await TryConnect(hosted);
@@ -104,15 +96,9 @@ public sealed class HostingTests
     [Fact]
     public async Task GracefulStop_WhenTheDrainTimesOut_ReportsAndLogsWhatItDropped()
     {
-        var gate = new SlowGate();
         var logs = new ConcurrentQueue<string>();
-        using var host = BuildHost(new Dictionary<string, string?> { ["PlayServer:DefaultStageType"] = "slow", ["PlayServer:DrainTimeout"] = "00:00:00.200" }, gate, logs);
-        await host.StartAsync().WaitAsync(Patience);
-        var hosted = host.Services.GetRequiredService<PlayServerHost>();
-        using var client = await Connect(hosted);
-        var replies = Enumerable.Range(0, 3).Select(i => client.RequestAsync("Slow", 1, [(byte)i])).ToList();
-        await gate.Entered.WaitAsync(Patience);
-        await Eventually(() => hosted.Server!.GetStageStatistics().Single().MailboxLength == 2);
+        using var backlog = await SlowBacklog.StartAsync(new() { ["PlayServer:DrainTimeout"] = "00:00:00.200" }, logs);
+        var (host, hosted, gate, replies) = (backlog.Host, backlog.Hosted, backlog.Gate, backlog.Replies);
 
         await host.StopAsync().WaitAsync(Patience);
         var report = hosted.LastShutdownReport!;
@@ -130,14 +116,8 @@ public sealed class HostingTests
     [Fact]
     public async Task ClientMessageQueueTimeMax_FromConfiguration_ShedsRequestsThatWaitedPastIt_WithRequestExpiredOverTcp()
     {
-        var gate = new SlowGate();
-        using var host = BuildHost(new Dictionary<string, string?> { ["PlayServer:DefaultStageType"] = "slow", ["PlayServer:ClientMessageQueueTimeMax"] = "00:00:00.050" }, gate);
-        await host.StartAsync().WaitAsync(Patience);
-        var hosted = host.Services.GetRequiredService<PlayServerHost>();
-        using var client = await Connect(hosted);
-        var replies = Enumerable.Range(0, 3).Select(i => client.RequestAsync("Slow", 1, [(byte)i])).ToList();
-        await gate.Entered.WaitAsync(Patience);
-        await Eventually(() => hosted.Server!.GetStageStatistics().Single().MailboxLength == 2);
+        using var backlog = await SlowBacklog.StartAsync(new() { ["PlayServer:ClientMessageQueueTimeMax"] = "00:00:00.050" });
+        var (host, hosted, gate, replies) = (backlog.Host, backlog.Hosted, backlog.Gate, backlog.Replies);
 
         // The two queued requests wait at least this long, four times the limit, before the stage comes to them.
         await Task.Delay(TimeSpan.FromMilliseconds(200));
@@ -191,6 +171,51 @@ public sealed class HostingTests
         services.AddPlayServer(_ => { }, _ => { });
 
         Assert.Throws<InvalidOperationException>(() => services.AddPlayServer(_ => { }, _ => { }));
+    }
+
+    /// <summary>
+    /// A started host whose slow stage holds the first of three client requests until the gate opens, with the other two
+    /// waiting in its mailbox: the backlog every graceful-stop and shedding test starts from.
+    /// </summary>
+    private sealed class SlowBacklog : IDisposable
+    {
+        private SlowBacklog(IHost host, PlayServerHost hosted, TcpPlayClient client, SlowGate gate)
+        {
+            Host = host;
+            Hosted = hosted;
+            Client = client;
+            Gate = gate;
+        }
+
+        public IHost Host { get; }
+
+        public PlayServerHost Hosted { get; }
+
+        public TcpPlayClient Client { get; }
+
+        public SlowGate Gate { get; }
+
+        public List<Task<TcpReply>> Replies { get; } = [];
+
+        public static async Task<SlowBacklog> StartAsync(Dictionary<string, string?> settings, ConcurrentQueue<string>? logs = null)
+        {
+            settings["PlayServer:DefaultStageType"] = "slow";
+            var gate = new SlowGate();
+            var host = BuildHost(settings, gate, logs);
+            await host.StartAsync().WaitAsync(Patience);
+            var hosted = host.Services.GetRequiredService<PlayServerHost>();
+            var backlog = new SlowBacklog(host, hosted, await Connect(hosted), gate);
+            backlog.Replies.AddRange(Enumerable.Range(0, 3).Select(i => backlog.Client.RequestAsync("Slow", 1, [(byte)i])));
+            await gate.Entered.WaitAsync(Patience);
+            await Eventually(() => hosted.Server!.GetStageStatistics().Single().MailboxLength == 2);
+            return backlog;
+        }
+
+        public void Dispose()
+        {
+            Client.Dispose();
+            Host.Dispose();
+        }
     }
 
     private static IHost BuildHost(Dictionary<string, string?> settings, SlowGate? gate = null, ConcurrentQueue<string>? logs = null)

@@ -15,9 +15,10 @@ namespace PlayHouse.Core.Codec;
 /// since the hand last passed gets a second chance), so a flood of one-off ids cannot push out the hot ones.
 /// </summary>
 /// <remarks>
-/// Thread-safe: one cache may serve every connection of a server. Lookups take a short uncontended lock.
-/// Eviction is decided by slot order and hit bits, never by hash order, so results are deterministic even
-/// though bucket hashes are seeded per process.
+/// Thread-safe: one cache may serve every connection of a server. Lookups take a short lock, except a hit on the
+/// caller's hinted entry, which reads the entry's immutable key and value without it (a connection's decoder sends
+/// the same id again and again). Eviction is decided by slot order and hit bits, never by hash order, so results are
+/// deterministic even though bucket hashes are seeded per process.
 /// </remarks>
 public sealed class Utf8StringCache
 {
@@ -101,19 +102,15 @@ public sealed class Utf8StringCache
         var hinted = slot;
         if ((uint)hinted < (uint)_entries.Length && !utf8.IsEmpty && utf8.Length <= MaxKeyBytes)
         {
-            using (NodeLock.Enter(_gate))
+            // No lock: the slot's node is replaced whole by an eviction, never changed, so the key and value read here
+            // belong together; a node evicted meanwhile still maps its bytes to its string, which is the same answer.
+            var candidate = Volatile.Read(ref _entries[hinted].Node);
+            if (candidate is not null && utf8.SequenceEqual(candidate.Key))
             {
-                if (hinted < _count)
-                {
-                    ref var candidate = ref _entries[hinted];
-                    if (utf8.SequenceEqual(candidate.Key))
-                    {
-                        candidate.Referenced = true;
-                        _hits++;
-                        value = candidate.Value!;
-                        return true;
-                    }
-                }
+                candidate.Referenced = true;
+                CountHit();
+                value = candidate.Value;
+                return true;
             }
         }
 
@@ -121,11 +118,7 @@ public sealed class Utf8StringCache
         if (utf8.IsEmpty)
         {
             value = string.Empty;
-            using (NodeLock.Enter(_gate))
-            {
-                _hits++;
-            }
-
+            CountHit();
             return true;
         }
 
@@ -141,11 +134,11 @@ public sealed class Utf8StringCache
             for (var i = _buckets[bucket] - 1; i >= 0; i = _entries[i].Next - 1)
             {
                 ref var entry = ref _entries[i];
-                if (entry.Hash == hash && utf8.SequenceEqual(entry.Key))
+                if (entry.Hash == hash && utf8.SequenceEqual(entry.Node!.Key))
                 {
-                    entry.Referenced = true;
-                    _hits++;
-                    value = entry.Value!;
+                    entry.Node.Referenced = true;
+                    CountHit();
+                    value = entry.Node.Value;
                     slot = i;
                     return true;
                 }
@@ -163,14 +156,9 @@ public sealed class Utf8StringCache
             slot = _count < Capacity ? _count++ : Evict();
 
             // New entries start without the hit bit: an id seen once is the first to go, a repeated one earns a second chance.
-            _entries[slot] = new Entry
-            {
-                Key = utf8.ToArray(),
-                Value = value,
-                Hash = hash,
-                Next = _buckets[bucket],
-                Referenced = false,
-            };
+            _entries[slot].Hash = hash;
+            _entries[slot].Next = _buckets[bucket];
+            Volatile.Write(ref _entries[slot].Node, new Node(utf8.ToArray(), value));
             _buckets[bucket] = slot + 1;
             return true;
         }
@@ -191,7 +179,7 @@ public sealed class Utf8StringCache
     {
         using (NodeLock.Enter(_gate))
         {
-            return new Utf8StringCacheStatistics(_hits, _misses, _evictions, _bypasses, _invalidInputs, _count, Capacity);
+            return new Utf8StringCacheStatistics(Volatile.Read(ref _hits), _misses, _evictions, _bypasses, _invalidInputs, _count, Capacity);
         }
     }
 
@@ -255,9 +243,9 @@ public sealed class Utf8StringCache
     {
         // CLOCK: clear hit bits as the hand passes and take the first entry without one. The loop ends within two
         // turns because the first turn clears every bit.
-        while (_entries[_clockHand].Referenced)
+        while (_entries[_clockHand].Node!.Referenced)
         {
-            _entries[_clockHand].Referenced = false;
+            _entries[_clockHand].Node!.Referenced = false;
             _clockHand = (_clockHand + 1) % Capacity;
         }
 
@@ -286,17 +274,37 @@ public sealed class Utf8StringCache
         _entries[slot] = default;
     }
 
+    /// <summary>Counts a hit: lookups on the hinted entry count it without the lock, so it is atomic on real threads.</summary>
+    private void CountHit()
+    {
+        if (_gate is null)
+        {
+            _hits++;
+        }
+        else
+        {
+            Interlocked.Increment(ref _hits);
+        }
+    }
+
     private struct Entry
     {
-        public byte[] Key;
-        public string? Value;
+        /// <summary>The key and its string, replaced whole (never changed) when the slot is reused; null in a free slot.</summary>
+        public Node? Node;
         public uint Hash;
 
         /// <summary>The next entry in the bucket chain as index + 1; 0 ends the chain.</summary>
         public int Next;
+    }
 
-        /// <summary>The CLOCK hit bit.</summary>
-        public bool Referenced;
+    private sealed class Node(byte[] key, string value)
+    {
+        public byte[] Key { get; } = key;
+
+        public string Value { get; } = value;
+
+        /// <summary>The CLOCK hit bit. Set without the lock by hinted hits: a lost or late set only changes which entry is evicted.</summary>
+        public bool Referenced { get; set; }
     }
 }
 

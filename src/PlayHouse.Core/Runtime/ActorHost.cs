@@ -56,12 +56,27 @@ internal sealed class ClientSession(PlayServer server, long sessionId, IClientCo
 
     public IClientConnection Connection { get; } = connection;
 
-    public SessionState State { get; set; } = SessionState.New;
+    private volatile SessionState _state = SessionState.New;
+    private volatile bool _isListed;
+
+    /// <summary>Written under the server's session lock; read without it where a snapshot is all the reader gets anyway.</summary>
+    public SessionState State
+    {
+        get => _state;
+        set => _state = value;
+    }
 
     public ActorHost? Actor { get; set; }
 
-    /// <summary>True exactly while the server's session table holds this session (set and cleared with it, under its lock).</summary>
-    public bool IsListed { get; set; }
+    /// <summary>
+    /// True exactly while the server's session table holds this session (set and cleared with it, under its lock). A
+    /// reply reads it without the lock: a single flag read under the lock was no fresher once the lock was released.
+    /// </summary>
+    public bool IsListed
+    {
+        get => _isListed;
+        set => _isListed = value;
+    }
 
     /// <summary>True once a join succeeded; a failed later join returns the session to Authenticated, not New.</summary>
     public bool AuthenticatedBefore { get; set; }

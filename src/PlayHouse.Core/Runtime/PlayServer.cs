@@ -35,6 +35,7 @@ public sealed class PlayServer : ServerNode
     // Read per frame and per handler: copied from the options and parts once.
     private readonly bool _singleThreaded;
     private readonly IClientFrameGate _frameGate;
+    private readonly bool _sessionLookupsWithoutLock;
 
     // ServerOptions.ClientMessageQueueTimeMax in timestamp units (at least 1); 0 when client messages never go stale.
     private readonly long _clientQueueTimeDelta;
@@ -50,6 +51,7 @@ public sealed class PlayServer : ServerNode
         _isStageIdTaken = id => _stages.TryGet(id, out _);
         _singleThreaded = Options.SingleThreaded;
         _frameGate = Parts.ClientFrameGate;
+        _sessionLookupsWithoutLock = _sessions.ConcurrentLookups;
         ClientPushes = Parts.ClientPushes;
         _clientQueueTimeDelta = Options.ClientMessageQueueTimeMax is { } queueTimeMax ? Math.Max(1, TimestampSpan.ToDelta(queueTimeMax, Time.TimestampFrequency)) : 0;
     }
@@ -251,24 +253,140 @@ public sealed class PlayServer : ServerNode
     }
 
     /// <summary>A frame arrived from a client. Ownership of <paramref name="payload"/> passes to the server.</summary>
-    public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload)
+    public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload) =>
+        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp: null, batch: null);
+
+    /// <summary>
+    /// A frame arrived from a client at <paramref name="receivedTimestamp"/>, a timestamp of this server's
+    /// <see cref="ServerNode.Time"/>: a request's entry in the ledger of unanswered requests expires
+    /// <see cref="ServerOptions.RequestTimeout"/> after it. A transport that reads the clock once per receive passes that
+    /// reading for every frame of the receive, which spares the ledger a clock read per request. Ownership of
+    /// <paramref name="payload"/> passes to the server.
+    /// </summary>
+    public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload, long receivedTimestamp) =>
+        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp, batch: null);
+
+    /// <summary>
+    /// <see cref="OnClientFrame(long, string, ushort, long, Payload, long)"/> for a transport's receive loop that hands
+    /// over the frames of one receive one after another: a plain message to the session's stage is checked now and held
+    /// in <paramref name="batch"/>, and the held ones enter the ledger and the stage's mailbox together, at the next
+    /// frame that is not one (which first flushes them) or at <see cref="FlushClientFrames"/>, which the loop must call
+    /// before it hands its thread back. Ownership of <paramref name="payload"/> passes to the server.
+    /// </summary>
+    public void OnClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload, long receivedTimestamp, ClientFrameBatch batch)
+    {
+        ArgumentNullException.ThrowIfNull(batch);
+        DispatchClientFrame(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp, batch);
+    }
+
+    /// <summary>
+    /// Opens the ledger entries of the messages held in <paramref name="batch"/> under one lock and queues them in their
+    /// stage's mailbox under one lock; a message the ledger or the mailbox refuses is answered and counted as a single
+    /// frame would be. Leaves the batch empty.
+    /// </summary>
+    public void FlushClientFrames(ClientFrameBatch batch)
+    {
+        ArgumentNullException.ThrowIfNull(batch);
+        if (batch.Count == 0)
+        {
+            return;
+        }
+
+        var stage = batch.Stage!;
+        try
+        {
+            // The receive's one clock reading dates the batch: its ledger entries' deadlines and, when client messages
+            // may go stale in a mailbox (ClientMessageQueueTimeMax), the instant from which they are stale.
+            var now = batch.ReceivedTimestamp ?? Time.GetTimestamp();
+            OpenClientTokens(batch, now);
+            stage.PostBatch(batch, _clientQueueTimeDelta == 0 ? 0 : now + _clientQueueTimeDelta);
+        }
+        finally
+        {
+            // Whatever threw, every held message is answered or released here, each exactly once: one that was not
+            // queued owns its payload still, and its ledger entry (if opened) is closed by the error reply.
+            List<Exception>? errors = null;
+            for (var i = 0; i < batch.Count; i++)
+            {
+                ref var entry = ref batch[i];
+                try
+                {
+                    switch (entry.State)
+                    {
+                        case BatchedFrameState.RefusedByLedger:
+                            entry.Payload.DisposeIfOwner();
+                            RefuseOverLedgerCap(entry);
+                            break;
+                        case BatchedFrameState.RefusedByStage:
+                        case BatchedFrameState.Held:
+                            RefuseStageMessage(stage, entry.ToStageMessage());
+                            break;
+                        default:
+                            break;
+                    }
+                }
+                catch (Exception e)
+                {
+                    (errors ??= []).Add(e);
+                }
+            }
+
+            batch.Clear();
+            if (errors is not null)
+            {
+                throw errors.Count == 1 ? errors[0] : new AggregateException(errors);
+            }
+        }
+    }
+
+    private void DispatchClientFrame(long sessionId, string msgId, ushort msgSeq, long stageId, Payload payload, long? receivedTimestamp, ClientFrameBatch? batch)
     {
         ClientSession? session;
         SessionState state;
-        using (NodeLock.Enter(_sessionsGate))
+        if (_sessionLookupsWithoutLock)
         {
+            // The standard table looks up without the lock; the state is read after the lookup, as a close that
+            // overtakes this frame would be seen by the next one anyway.
             _sessions.TryGet(sessionId, out session);
             state = session?.State ?? SessionState.Closed;
+        }
+        else
+        {
+            using (NodeLock.Enter(_sessionsGate))
+            {
+                _sessions.TryGet(sessionId, out session);
+                state = session?.State ?? SessionState.Closed;
+            }
         }
 
         if (session is null || state == SessionState.Closed)
         {
+            FlushHeld(batch, payload);
             Observer.OnDropped(NodeId, "frame-from-closed-session", msgId);
             payload.DisposeIfOwner();
             return;
         }
 
-        switch (_frameGate.Admit(state, msgId, Options.AuthenticateMsgId))
+        var admission = _frameGate.Admit(state, msgId, Options.AuthenticateMsgId);
+        var actor = session.Actor;
+        if (batch is not null && admission == FrameAdmission.Authenticated && actor is not null && actor.Host.StageId == stageId
+            && !string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
+        {
+            // A plain message to the session's stage waits in the batch for the others of this receive; one for a
+            // different stage than the held ones, or one past the batch's capacity, first sends the held ones on.
+            if (batch.Stage != actor.Host || batch.Count == ClientFrameBatch.CapacityMax)
+            {
+                FlushHeld(batch, payload);
+            }
+
+            batch.Add(actor, receivedTimestamp, session, msgId, msgSeq, stageId, payload);
+            return;
+        }
+
+        // Anything else goes after the held messages: a join, a refusal or a reply sees the stage's queue as the frames
+        // before it left it.
+        FlushHeld(batch, payload);
+        switch (admission)
         {
             case FrameAdmission.Heartbeat:
                 payload.DisposeIfOwner();
@@ -291,7 +409,6 @@ public sealed class PlayServer : ServerNode
                 break;
         }
 
-        var actor = session.Actor;
         if (string.Equals(msgId, Options.AuthenticateMsgId, StringComparison.Ordinal))
         {
             // A session whose actor left its stage may authenticate into a stage again.
@@ -313,7 +430,7 @@ public sealed class PlayServer : ServerNode
             return;
         }
 
-        if (!TryOpenClientToken(session, msgSeq, stageId, msgId, out var reply))
+        if (!TryOpenClientToken(session, msgSeq, stageId, msgId, receivedTimestamp, out var reply))
         {
             payload.DisposeIfOwner();
             return;
@@ -332,6 +449,27 @@ public sealed class PlayServer : ServerNode
         if (!actor.Host.Post(message))
         {
             RefuseStageMessage(actor.Host, message);
+        }
+    }
+
+    /// <summary>Flushes the held messages before the frame whose <paramref name="payload"/> is in hand.</summary>
+    private void FlushHeld(ClientFrameBatch? batch, Payload payload)
+    {
+        if (batch is not { Count: > 0 })
+        {
+            return;
+        }
+
+        try
+        {
+            FlushClientFrames(batch);
+        }
+        catch
+        {
+            // A hook threw while the held messages were queued: the frame in hand goes no further (its connection's
+            // receive loop closes on the exception), and its payload is released here, its owner.
+            payload.DisposeIfOwner();
+            throw;
         }
     }
 
@@ -385,7 +523,7 @@ public sealed class PlayServer : ServerNode
             session.State = SessionState.Authenticating;
         }
 
-        if (!TryOpenClientToken(session, msgSeq == 0 ? (ushort)1 : msgSeq, stageId, msgId, out var reply))
+        if (!TryOpenClientToken(session, msgSeq == 0 ? (ushort)1 : msgSeq, stageId, msgId, receivedTimestamp: null, out var reply))
         {
             payload.DisposeIfOwner();
             OnJoinFailed(session);
@@ -650,14 +788,9 @@ public sealed class PlayServer : ServerNode
 
     internal override void SendToSession(ClientSession session, string msgId, ushort msgSeq, long stageId, ushort errorCode, Payload payload)
     {
-        bool listed;
-        using (NodeLock.Enter(_sessionsGate))
-        {
-            // The flag follows the session's entry in the table, so this is the lookup by id without the hashing.
-            listed = session.IsListed;
-        }
-
-        if (!listed)
+        // The flag follows the session's entry in the table, so this is the lookup by id without the hashing; it is
+        // read without the session lock, which every frame of every session takes (one lock fewer per reply).
+        if (!session.IsListed)
         {
             Counters.AddReplyToClosedSession();
             Observer.OnDropped(NodeId, "reply-to-closed-session", msgId);

@@ -191,7 +191,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         // (a sender that passed no timeout used its own default, and the nodes of one cluster share their options).
         var timeout = message.TimeoutMs > 0 ? TimeSpan.FromMilliseconds(message.TimeoutMs) : Options.RequestTimeout;
         var unanswered = ReplyToken.ToMesh(0, message.MsgId, message.From, message.MsgSeq, stageId);
-        if (!TryOpenInbound(timeout, out var id, out var deadline))
+        if (!TryOpenInbound(timeout, Time.GetTimestamp(), out var id, out var deadline))
         {
             RefuseOverLedgerCap(unanswered, stageId);
             return false;
@@ -207,8 +207,13 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         return true;
     }
 
-    /// <summary>Opens the exactly-once ledger entry of a request from a client session; false as for <see cref="TryOpenMeshToken(in MeshMessage, long, out ReplyToken)"/>.</summary>
-    internal bool TryOpenClientToken(ClientSession session, ushort msgSeq, long stageId, string msgId, out ReplyToken token)
+    /// <summary>
+    /// Opens the exactly-once ledger entry of a request from a client session; false as for
+    /// <see cref="TryOpenMeshToken(in MeshMessage, long, out ReplyToken)"/>. The entry expires
+    /// <see cref="ServerOptions.RequestTimeout"/> after <paramref name="receivedTimestamp"/>, the arrival of the request on
+    /// this node's clock, or after now when it is null.
+    /// </summary>
+    internal bool TryOpenClientToken(ClientSession session, ushort msgSeq, long stageId, string msgId, long? receivedTimestamp, out ReplyToken token)
     {
         token = default;
         if (msgSeq == 0)
@@ -217,7 +222,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         }
 
         // A client's timeout is not on the wire; PlayHouse clients default to the same 30 s as RequestTimeout.
-        if (!TryOpenInbound(Options.RequestTimeout, out var id, out _))
+        if (!TryOpenInbound(Options.RequestTimeout, receivedTimestamp ?? Time.GetTimestamp(), out var id, out _))
         {
             RefuseOverLedgerCap(ReplyToken.ToClient(0, msgId, session, msgSeq, stageId), stageId);
             return false;
@@ -248,32 +253,71 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         RouteReply(unanswered, unanswered.RequestMsgId, Payload.Empty, ErrorCodes.TooManyUnansweredRequests, stageId);
     }
 
-    private bool TryOpenInbound(TimeSpan timeout, out long id, out long deadline)
+    private bool TryOpenInbound(TimeSpan timeout, long now, out long id, out long deadline)
     {
-        var now = Time.GetTimestamp();
         deadline = now + TimestampSpan.ToDelta(timeout, Time.TimestampFrequency);
         using (NodeLock.Enter(_inboundGate))
         {
             ExpireInbound(now, scanAll: false);
-            if (_openInbound.Count >= Options.UnansweredRequestsMax)
+            return TryAddInboundLocked(now, deadline, out id);
+        }
+    }
+
+    /// <summary>
+    /// Opens the ledger entries of a batch's client requests under one lock, as <see cref="TryOpenClientToken"/> would one
+    /// by one (the entries are swept once, as the later ones of a run of opens at one instant would find nothing more to
+    /// sweep). A request over the cap is marked <see cref="BatchedFrameState.RefusedByLedger"/> and answered afterwards.
+    /// </summary>
+    internal void OpenClientTokens(ClientFrameBatch batch, long now)
+    {
+        var deadline = now + TimestampSpan.ToDelta(Options.RequestTimeout, Time.TimestampFrequency);
+        using (NodeLock.Enter(_inboundGate))
+        {
+            ExpireInbound(now, scanAll: false);
+            for (var i = 0; i < batch.Count; i++)
             {
-                ExpireInbound(now, scanAll: true);
-                if (_openInbound.Count >= Options.UnansweredRequestsMax)
+                ref var entry = ref batch[i];
+                if (entry.MsgSeq == 0)
                 {
-                    id = 0;
-                    return false;
+                    continue;
+                }
+
+                if (TryAddInboundLocked(now, deadline, out var id))
+                {
+                    entry.InboundId = id;
+                }
+                else
+                {
+                    entry.State = BatchedFrameState.RefusedByLedger;
                 }
             }
-
-            id = ++_nextInboundId;
-            _openInbound.Add(id, deadline);
-            if (deadline < _earliestInboundDeadline)
-            {
-                _earliestInboundDeadline = deadline;
-            }
-
-            return true;
         }
+    }
+
+    /// <summary>Answers a batched request the ledger refused (<see cref="OpenClientTokens"/>), as <see cref="TryOpenClientToken"/> does at once.</summary>
+    internal void RefuseOverLedgerCap(in ClientFrameBatch.Entry entry) =>
+        RefuseOverLedgerCap(ReplyToken.ToClient(0, entry.MsgId, entry.Session, entry.MsgSeq, entry.StageId), entry.StageId);
+
+    private bool TryAddInboundLocked(long now, long deadline, out long id)
+    {
+        if (_openInbound.Count >= Options.UnansweredRequestsMax)
+        {
+            ExpireInbound(now, scanAll: true);
+            if (_openInbound.Count >= Options.UnansweredRequestsMax)
+            {
+                id = 0;
+                return false;
+            }
+        }
+
+        id = ++_nextInboundId;
+        _openInbound.Add(id, deadline);
+        if (deadline < _earliestInboundDeadline)
+        {
+            _earliestInboundDeadline = deadline;
+        }
+
+        return true;
     }
 
     /// <summary>
@@ -355,9 +399,18 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// so trivial calls in the handler and on this path stayed calls and their results went through the stack.
     /// </remarks>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)
+    internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId) =>
+        SendReply(token, msgId, payload, errorCode, fromStageId, nowTimestamp: null);
+
+    /// <summary>
+    /// <see cref="SendReply(in ReplyToken, string, Payload, ushort, long)"/> judging the entry's expiry at
+    /// <paramref name="nowTimestamp"/> (a reading of this node's clock the caller already holds), or at a fresh reading
+    /// when it is null.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    internal void SendReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId, long? nowTimestamp)
     {
-        switch (CloseInbound(token))
+        switch (CloseInbound(token, nowTimestamp))
         {
             case InboundClose.Closed:
                 RouteReply(token, msgId, payload, errorCode, fromStageId);
@@ -380,7 +433,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// <summary>Replies with an error unless the request was answered already; used by the runtime's own failure paths.</summary>
     internal bool TryReplyError(in ReplyToken token, ushort errorCode, long fromStageId)
     {
-        var closed = CloseInbound(token);
+        var closed = CloseInbound(token, nowTimestamp: null);
         if (closed == InboundClose.Expired)
         {
             Counters.AddReplyAfterExpiry();
@@ -394,14 +447,14 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
         return true;
     }
 
-    private InboundClose CloseInbound(in ReplyToken token)
+    private InboundClose CloseInbound(in ReplyToken token, long? nowTimestamp)
     {
         if (!token.IsRequest)
         {
             return InboundClose.NotRequest;
         }
 
-        var now = Time.GetTimestamp();
+        var now = nowTimestamp ?? Time.GetTimestamp();
         using (NodeLock.Enter(_inboundGate))
         {
             if (_openInbound.Remove(token.InboundId, out var deadline))

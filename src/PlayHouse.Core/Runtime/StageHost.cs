@@ -37,6 +37,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private bool _suspended;
     private bool _handlerInProgress;
     private int _executing;
+
+    // The turn's clock reading for closing ledger entries (ReplyTimestamp); forgotten when a turn starts.
+    private long _turnTimestamp;
+    private bool _turnTimestampRead;
     private StageMessage _current;
     private ValueTask _currentTask;
     private StageState _state = StageState.Creating;
@@ -187,6 +191,66 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         // receive-fault scenario, whose hook throws while a frame is received).
         _server.Observer.OnMailboxPosted(NodeId, StageId, length, external);
         return true;
+    }
+
+    /// <summary>
+    /// Queues a batch's messages that the ledger accepted, in order, under one lock, each as <see cref="Post"/> would
+    /// queue it alone: a message is refused (marked <see cref="BatchedFrameState.RefusedByStage"/>) when the stage is
+    /// closed or the mailbox is at its cap. The hooks hear of each queued message afterwards, in order, once the stage's
+    /// state is whole.
+    /// </summary>
+    internal void PostBatch(ClientFrameBatch batch, long staleAtTimestamp)
+    {
+        Span<int> lengths = stackalloc int[ClientFrameBatch.CapacityMax];
+        Span<int> externals = stackalloc int[ClientFrameBatch.CapacityMax];
+        var schedule = false;
+        var posted = 0;
+        using (NodeLock.Enter(_gate))
+        {
+            for (var i = 0; i < batch.Count; i++)
+            {
+                ref var entry = ref batch[i];
+                if (entry.State != BatchedFrameState.Held)
+                {
+                    continue;
+                }
+
+                if (_state == StageState.Closed || !_mailbox.TryEnqueue(entry.ToStageMessage(staleAtTimestamp)))
+                {
+                    entry.State = BatchedFrameState.RefusedByStage;
+                    continue;
+                }
+
+                entry.State = BatchedFrameState.Posted;
+                posted++;
+                lengths[i] = _mailbox.Count;
+                externals[i] = _mailbox.ExternalCount;
+                if (lengths[i] > MailboxHighWater)
+                {
+                    MailboxHighWater = lengths[i];
+                }
+            }
+
+            if (posted > 0)
+            {
+                schedule = !_scheduled;
+                _scheduled = true;
+            }
+        }
+
+        if (schedule)
+        {
+            _server.Executor.Schedule(this);
+        }
+
+        for (var i = 0; i < batch.Count && posted > 0; i++)
+        {
+            if (batch[i].State == BatchedFrameState.Posted)
+            {
+                posted--;
+                _server.Observer.OnMailboxPosted(NodeId, StageId, lengths[i], externals[i]);
+            }
+        }
     }
 
     /// <summary>Queues the continuation of a suspended handler; it runs even while the mailbox is suspended.</summary>
@@ -364,6 +428,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             ThrowConcurrentTurns();
         }
 
+        _turnTimestampRead = false;
         var previous = SynchronizationContext.Current;
         SynchronizationContext.SetSynchronizationContext(_syncContext);
         _callbackDispatch?.OnTurnStarting(this);
@@ -572,11 +637,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
         }
 
-        using (NodeLock.Enter(_gate))
-        {
-            _handlerInProgress = false;
-        }
-
+        // Only this turn writes the flag; the cycle checks on other threads read it under the lock with the list of
+        // awaited requests, which this write leaves alone, so a release write serves them as the lock did (one lock
+        // fewer per message).
+        Volatile.Write(ref _handlerInProgress, false);
         _handlingWaiterStageId = 0;
         _handlingWaiterNodeId = null;
         _handlingChainIn = null;
@@ -980,10 +1044,32 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     // ---- IStageLink: sending ----
 
-    public void Reply(in Packet request, ushort errorCode) => _server.SendReply(AddressOf(request), request.MsgId, Payload.Empty, errorCode, StageId);
+    public void Reply(in Packet request, ushort errorCode) => _server.SendReply(AddressOf(request), request.MsgId, Payload.Empty, errorCode, StageId, ReplyTimestamp());
 
     public void Reply(in Packet request, string msgId, Payload payload, ushort errorCode = ErrorCodes.Success) =>
-        _server.SendReply(AddressOf(request), msgId, payload.Move("reply"), errorCode, StageId);
+        _server.SendReply(AddressOf(request), msgId, payload.Move("reply"), errorCode, StageId, ReplyTimestamp());
+
+    /// <summary>
+    /// The clock reading a reply's ledger entry is closed at: inside a turn, the turn's first reply reads the clock and
+    /// its later replies reuse that reading (a turn runs at most <see cref="ServerOptions.TurnMessageBudget"/> messages,
+    /// and in simulation time does not move within one), one clock read per turn instead of one per reply; outside a
+    /// turn, a fresh reading.
+    /// </summary>
+    private long ReplyTimestamp()
+    {
+        if (Volatile.Read(ref _executing) == 0)
+        {
+            return Time.GetTimestamp();
+        }
+
+        if (!_turnTimestampRead)
+        {
+            _turnTimestamp = Time.GetTimestamp();
+            _turnTimestampRead = true;
+        }
+
+        return _turnTimestamp;
+    }
 
     /// <summary>The packet's own token, unless a replaced part addresses replies (NodeParts.ReplyAddressing).</summary>
     private ReplyToken AddressOf(in Packet request) => _replyAddressing is null ? request.ReplyToken : _replyAddressing.AddressOf(request);
