@@ -321,9 +321,11 @@ public sealed class TcpCommandTests
         private readonly Lock _gate = new();
         private readonly StringBuilder _text = new();
         private readonly TaskCompletionSource<int> _port = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private int? _printedPort;
 
         public override Encoding Encoding => Encoding.UTF8;
 
+        /// <summary>The printed port, once the whole start banner is printed.</summary>
         public Task<int> Port => _port.Task;
 
         public string Text
@@ -354,7 +356,13 @@ public sealed class TcpCommandTests
 
             if (value is not null && value.StartsWith("port=", StringComparison.Ordinal))
             {
-                _port.TrySetResult(int.Parse(value["port=".Length..], CultureInfo.InvariantCulture));
+                _printedPort = int.Parse(value["port=".Length..], CultureInfo.InvariantCulture);
+            }
+
+            // The banner ends with the wire-layout line: only then is everything before it in the text a test reads.
+            if (value is not null && value.StartsWith("wire layout:", StringComparison.Ordinal) && _printedPort is { } port)
+            {
+                _port.TrySetResult(port);
             }
         }
     }
