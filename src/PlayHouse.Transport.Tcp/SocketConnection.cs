@@ -45,18 +45,12 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
     private bool _receiveEnded;
 
     // Send and lifecycle state, under _gate.
-    private Payload _fill;
-    private int _fillBytes;
-    private Payload _inFlight;
-    private int _inFlightBytes;
-    private int _inFlightSentBytes;
-    private int _queuedBytes;
+    private readonly SendBuffers _send;
     private bool _sending;
     private bool _receiveActive = true;
     // Written under _gate; IsClosed reads it without the lock, a snapshot that a close may overtake as it could the lock's.
     private bool _closed;
     private bool _finished;
-    private long _queueFullSinceTimestamp;
     private long _lastReceiveTimestamp;
     private SessionCloseReason _closeReason;
     private string? _closeDetail;
@@ -73,6 +67,7 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
         Time = time;
         Counters = counters;
         _lastReceiveTimestamp = time.GetTimestamp();
+        _send = new SendBuffers(pool, limits, time, counters, SendOwner);
 
         // The execution context is not flowed into completions: nothing in a callback depends on ambient state.
         _receiveArgs = new SocketAsyncEventArgs(unsafeSuppressExecutionContextFlow: true);
@@ -119,16 +114,16 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
         {
             lock (_gate)
             {
-                return _queuedBytes;
+                return _send.QueuedBytes;
             }
         }
     }
 
     /// <summary>The most bytes this connection held for sending at once.</summary>
-    public int QueuedBytesHighWater { get; private set; }
+    public int QueuedBytesHighWater => _send.QueuedBytesHighWater;
 
     /// <summary>Frames this connection refused because its send queue was at its cap.</summary>
-    public long SendRefusals { get; private set; }
+    public long SendRefusals => _send.Refusals;
 
     /// <summary>The <see cref="TimeProvider"/> timestamp of the last bytes received (or of the connect).</summary>
     public long LastReceiveTimestamp => Volatile.Read(ref _lastReceiveTimestamp);
@@ -140,7 +135,7 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
         {
             lock (_gate)
             {
-                return _queueFullSinceTimestamp;
+                return _send.QueueFullSinceTimestamp;
             }
         }
     }
@@ -168,11 +163,11 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
             Volatile.Write(ref _closed, true);
             _closeReason = reason;
             _closeDetail = detail;
-            dropped = _queuedBytes;
+            dropped = _send.QueuedBytes;
             if (!_sending)
             {
                 // No send is in flight, so the fill buffer has no other owner: return it now.
-                ReleaseSendBuffersLocked();
+                _send.Release();
             }
         }
 
@@ -221,7 +216,6 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
     protected bool TryEnqueue<TWriter>(scoped in TWriter writer)
         where TWriter : IFrameWriter, allows ref struct
     {
-        var frameBytes = writer.FrameBytes;
         bool start;
         int queued;
         lock (_gate)
@@ -232,27 +226,12 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
                 return false;
             }
 
-            if (_queuedBytes > 0 && _queuedBytes + (long)frameBytes > _limits.SendQueueBytesMax)
+            if (!_send.TryAppend(writer))
             {
-                if (_queueFullSinceTimestamp == 0)
-                {
-                    _queueFullSinceTimestamp = Math.Max(1, Time.GetTimestamp());
-                }
-
-                SendRefusals++;
-                Counters.AddSendQueueRefusal();
                 return false;
             }
 
-            EnsureFillCapacityLocked(frameBytes);
-            writer.Write(_fill.WritableSpan.Slice(_fillBytes, frameBytes));
-            _fillBytes += frameBytes;
-            _queuedBytes += frameBytes;
-            queued = _queuedBytes;
-            if (queued > QueuedBytesHighWater)
-            {
-                QueuedBytesHighWater = queued;
-            }
+            queued = _send.QueuedBytes;
 
             start = !_sending;
             _sending = true;
@@ -487,31 +466,17 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
                 if (_closed)
                 {
                     // The in-flight operation (if any) has completed: both send buffers are ours to return.
-                    ReleaseSendBuffersLocked();
+                    _send.Release();
                     _sending = false;
                     break;
                 }
 
-                if (_inFlightSentBytes == _inFlightBytes)
+                chunk = _send.NextChunk();
+                if (chunk.IsEmpty)
                 {
-                    if (_fillBytes == 0)
-                    {
-                        // Nothing left: keep the emptied in-flight buffer as the next fill if it is small, so a
-                        // steady exchange reuses two buffers instead of renting one per batch.
-                        KeepOrReleaseSpareLocked();
-                        _sending = false;
-                        return;
-                    }
-
-                    var spare = _inFlight;
-                    _inFlight = _fill;
-                    _inFlightBytes = _fillBytes;
-                    _inFlightSentBytes = 0;
-                    _fill = spare;
-                    _fillBytes = 0;
+                    _sending = false;
+                    return;
                 }
-
-                chunk = _inFlight.WritableMemory[_inFlightSentBytes.._inFlightBytes];
             }
 
             bool pending;
@@ -562,73 +527,10 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
         lock (_gate)
         {
             // A stream send may complete partially; the loop sends the rest of the buffer next.
-            _inFlightSentBytes += sent;
-            _queuedBytes -= sent;
-
-            // Only a reader that drained half the queue has caught up; a trickle while the queue stays near its
-            // cap keeps the slow-reader clock running.
-            if (_queuedBytes <= _limits.SendQueueBytesMax / 2)
-            {
-                _queueFullSinceTimestamp = 0;
-            }
+            _send.Sent(sent);
         }
 
         Counters.AddBytesSent(sent);
-    }
-
-    private void EnsureFillCapacityLocked(int frameBytes)
-    {
-        if (_fill.IsEmpty)
-        {
-            _fill = Pool.Rent(Math.Max(frameBytes, _limits.SendBufferInitialBytes), SendOwner);
-            _fill.SetLength(_fill.Capacity);
-            return;
-        }
-
-        var needed = _fillBytes + frameBytes;
-        if (needed <= _fill.Length)
-        {
-            return;
-        }
-
-        // Grow by doubling; the queue cap bounds the size (plus one frame).
-        var grown = Pool.Rent(Math.Max(needed, _fill.Length * 2), SendOwner);
-        grown.SetLength(grown.Capacity);
-        _fill.Span[.._fillBytes].CopyTo(grown.WritableSpan);
-        _fill.Dispose();
-        _fill = grown;
-    }
-
-    private void KeepOrReleaseSpareLocked()
-    {
-        var spare = _inFlight;
-        _inFlight = default;
-        _inFlightBytes = 0;
-        _inFlightSentBytes = 0;
-        if (spare.IsEmpty)
-        {
-            return;
-        }
-
-        if (_fill.IsEmpty && spare.Length <= _limits.SendBufferInitialBytes * 4)
-        {
-            _fill = spare;
-            return;
-        }
-
-        spare.Dispose();
-    }
-
-    private void ReleaseSendBuffersLocked()
-    {
-        _fill.Dispose();
-        _fill = default;
-        _fillBytes = 0;
-        _inFlight.Dispose();
-        _inFlight = default;
-        _inFlightBytes = 0;
-        _inFlightSentBytes = 0;
-        _queuedBytes = 0;
     }
 
     private void TryFinish()

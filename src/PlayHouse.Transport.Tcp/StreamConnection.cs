@@ -54,18 +54,13 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
     private bool _receiveEnded;
 
     // Send and lifecycle state, under _gate.
-    private Payload _fill;
-    private int _fillBytes;
-    private Payload _inFlight;
-    private int _inFlightBytes;
-    private int _queuedBytes;
+    private readonly SendBuffers _send;
     private bool _sending;
     private bool _writing;
     private bool _receiveActive = true;
     // Written under _gate; IsClosed reads it without the lock, a snapshot that a close may overtake as it could the lock's.
     private bool _closed;
     private bool _finished;
-    private long _queueFullSinceTimestamp;
     private long _lastReceiveTimestamp;
     private SessionCloseReason _closeReason;
     private string? _closeDetail;
@@ -82,6 +77,7 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
         Time = time;
         Counters = counters;
         _lastReceiveTimestamp = time.GetTimestamp();
+        _send = new SendBuffers(pool, limits, time, counters, SendOwner);
     }
 
     protected MessagePool Pool { get; }
@@ -121,14 +117,14 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
         {
             lock (_gate)
             {
-                return _queuedBytes;
+                return _send.QueuedBytes;
             }
         }
     }
 
-    public int QueuedBytesHighWater { get; private set; }
+    public int QueuedBytesHighWater => _send.QueuedBytesHighWater;
 
-    public long SendRefusals { get; private set; }
+    public long SendRefusals => _send.Refusals;
 
     public long LastReceiveTimestamp => Volatile.Read(ref _lastReceiveTimestamp);
 
@@ -138,7 +134,7 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
         {
             lock (_gate)
             {
-                return _queueFullSinceTimestamp;
+                return _send.QueueFullSinceTimestamp;
             }
         }
     }
@@ -163,11 +159,11 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
             Volatile.Write(ref _closed, true);
             _closeReason = reason;
             _closeDetail = detail;
-            dropped = _queuedBytes;
+            dropped = _send.QueuedBytes;
             writeIdle = !_writing;
             if (!_sending)
             {
-                ReleaseSendBuffersLocked();
+                _send.Release();
             }
         }
 
@@ -203,7 +199,6 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
     protected bool TryEnqueue<TWriter>(scoped in TWriter writer)
         where TWriter : IFrameWriter, allows ref struct
     {
-        var frameBytes = writer.FrameBytes;
         bool start;
         int queued;
         lock (_gate)
@@ -214,27 +209,12 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
                 return false;
             }
 
-            if (_queuedBytes > 0 && _queuedBytes + (long)frameBytes > _limits.SendQueueBytesMax)
+            if (!_send.TryAppend(writer))
             {
-                if (_queueFullSinceTimestamp == 0)
-                {
-                    _queueFullSinceTimestamp = Math.Max(1, Time.GetTimestamp());
-                }
-
-                SendRefusals++;
-                Counters.AddSendQueueRefusal();
                 return false;
             }
 
-            EnsureFillCapacityLocked(frameBytes);
-            writer.Write(_fill.WritableSpan.Slice(_fillBytes, frameBytes));
-            _fillBytes += frameBytes;
-            _queuedBytes += frameBytes;
-            queued = _queuedBytes;
-            if (queued > QueuedBytesHighWater)
-            {
-                QueuedBytesHighWater = queued;
-            }
+            queued = _send.QueuedBytes;
 
             start = !_sending;
             _sending = true;
@@ -408,25 +388,19 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
                 if (_closed)
                 {
                     // No write is outstanding: both send buffers are ours to return.
-                    ReleaseSendBuffersLocked();
+                    _send.Release();
                     _sending = false;
                     break;
                 }
 
-                if (_fillBytes == 0)
+                chunk = _send.NextChunk();
+                if (chunk.IsEmpty)
                 {
-                    KeepOrReleaseSpareLocked();
                     _sending = false;
                     return;
                 }
 
-                var spare = _inFlight;
-                _inFlight = _fill;
-                _inFlightBytes = _fillBytes;
-                _fill = spare;
-                _fillBytes = 0;
                 _writing = true;
-                chunk = _inFlight.Memory[.._inFlightBytes];
             }
 
             try
@@ -445,9 +419,11 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
             }
             catch (Exception e)
             {
+                // The chunk is given up, as the write's outcome is unknown: its bytes leave the queue unsent.
                 lock (_gate)
                 {
                     _writing = false;
+                    _send.Sent(chunk.Length);
                 }
 
                 CountFault(e, "send");
@@ -457,69 +433,13 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
             lock (_gate)
             {
                 _writing = false;
-                _queuedBytes -= chunk.Length;
-                if (_queuedBytes <= _limits.SendQueueBytesMax / 2)
-                {
-                    _queueFullSinceTimestamp = 0;
-                }
+                _send.Sent(chunk.Length);
             }
 
             Counters.AddBytesSent(chunk.Length);
         }
 
         TryFinish();
-    }
-
-    private void EnsureFillCapacityLocked(int frameBytes)
-    {
-        if (_fill.IsEmpty)
-        {
-            _fill = Pool.Rent(Math.Max(frameBytes, _limits.SendBufferInitialBytes), SendOwner);
-            _fill.SetLength(_fill.Capacity);
-            return;
-        }
-
-        var needed = _fillBytes + frameBytes;
-        if (needed <= _fill.Length)
-        {
-            return;
-        }
-
-        var grown = Pool.Rent(Math.Max(needed, _fill.Length * 2), SendOwner);
-        grown.SetLength(grown.Capacity);
-        _fill.Span[.._fillBytes].CopyTo(grown.WritableSpan);
-        _fill.Dispose();
-        _fill = grown;
-    }
-
-    private void KeepOrReleaseSpareLocked()
-    {
-        var spare = _inFlight;
-        _inFlight = default;
-        _inFlightBytes = 0;
-        if (spare.IsEmpty)
-        {
-            return;
-        }
-
-        if (_fill.IsEmpty && spare.Length <= _limits.SendBufferInitialBytes * 4)
-        {
-            _fill = spare;
-            return;
-        }
-
-        spare.Dispose();
-    }
-
-    private void ReleaseSendBuffersLocked()
-    {
-        _fill.Dispose();
-        _fill = default;
-        _fillBytes = 0;
-        _inFlight.Dispose();
-        _inFlight = default;
-        _inFlightBytes = 0;
-        _queuedBytes = 0;
     }
 
     private void TryFinish()
