@@ -1,13 +1,15 @@
 using System.Net.Sockets;
 using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Transport.Tcp;
 
 /// <summary>
 /// Sizes of one connection's buffers and send queue, and where a send starts: with a <see cref="FlushExecutor"/>, the
-/// first frame queued on an idle connection schedules the send as a work item, so frames queued meanwhile (the other
-/// replies of a stage turn) leave in the same system call; without one, the frame is sent at once.
+/// first frame queued on an idle connection starts the send at the end of the stage turn that queued it (on that turn's
+/// thread, <see cref="TurnEnd"/>), or, queued outside a turn, as a work item, so frames queued meanwhile (the other
+/// replies of the turn) leave in the same system call; without one, the frame is sent at once.
 /// </summary>
 internal readonly record struct ConnectionLimits(int ReceiveBufferBytes, int SendQueueBytesMax, int SendBufferInitialBytes = 4096, IExecutor? FlushExecutor = null);
 
@@ -242,7 +244,12 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
         {
             if (_limits.FlushExecutor is { } executor)
             {
-                executor.Schedule(this);
+                // Inside a stage turn the send waits for the turn's end, on this thread, so all the turn's replies to
+                // this session leave in one send; elsewhere it is a work item.
+                if (!TurnEnd.TryDefer(this))
+                {
+                    executor.Schedule(this);
+                }
             }
             else
             {

@@ -2,6 +2,7 @@ using System.Net.Sockets;
 using System.Net.WebSockets;
 using System.Security.Authentication;
 using PlayHouse.Core.Pooling;
+using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Transport.Tcp;
 
@@ -225,7 +226,11 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
         {
             if (_limits.FlushExecutor is { } executor)
             {
-                executor.Schedule(this);
+                // As on a socket connection: inside a stage turn the send starts at the turn's end, on this thread.
+                if (!TurnEnd.TryDefer(this))
+                {
+                    executor.Schedule(this);
+                }
             }
             else
             {

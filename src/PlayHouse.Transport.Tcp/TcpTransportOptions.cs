@@ -40,9 +40,10 @@ public sealed record TcpTransportOptions
     public int SocketSendBufferBytes { get; init; }
 
     /// <summary>
-    /// Starts each send as a work item on the server's executor, so the frames a stage turn queues leave in one
-    /// system call instead of one each (more throughput under load, one thread-pool hop of latency). False sends
-    /// each frame at once from the thread that queued it.
+    /// Starts a session's send when the stage turn that queued its first frame ends, on the turn's thread, so the frames
+    /// a turn queues for the session leave in one system call instead of one each; a frame queued outside a turn starts
+    /// the send as a work item on the server's executor (one thread-pool hop of latency). False sends each frame at
+    /// once from the thread that queued it.
     /// </summary>
     public bool BatchSends { get; init; } = true;
 

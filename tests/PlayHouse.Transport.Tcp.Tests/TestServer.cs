@@ -20,10 +20,10 @@ internal sealed class TestServer : IAsyncDisposable
     private readonly ConcurrentQueue<SessionClosedInfo> _closes = new();
     private readonly SemaphoreSlim _closeSignal = new(0);
 
-    private TestServer(TcpTransportOptions? options, ServerOptions? serverOptions, TimeProvider? transportTime)
+    private TestServer(TcpTransportOptions? options, ServerOptions? serverOptions, TimeProvider? transportTime, IExecutor? executor)
     {
         Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true, Name = "test-server" });
-        var seams = new NodeSeams(TimeProvider.System, ThreadPoolExecutor.Instance, EntropyRandomSource.Create(), Pool);
+        var seams = new NodeSeams(TimeProvider.System, executor ?? ThreadPoolExecutor.Instance, EntropyRandomSource.Create(), Pool);
         Server = new PlayServer("play-1", seams, serverOptions ?? new ServerOptions { DefaultStageType = EchoMsgIds.StageType, RequestTimeout = TimeSpan.FromSeconds(10) });
         EchoStage.Register(Server);
         Listener = new TcpClientListener(Server, options, Logger, transportTime);
@@ -47,8 +47,11 @@ internal sealed class TestServer : IAsyncDisposable
 
     public TcpTransportCounters Counters => Listener.Counters;
 
-    /// <summary>Starts a server; <paramref name="transportTime"/> is the listener clock (a FakeTimeProvider makes timeouts deterministic).</summary>
-    public static TestServer Start(TcpTransportOptions? options = null, ServerOptions? serverOptions = null, TimeProvider? transportTime = null) => new(options, serverOptions, transportTime);
+    /// <summary>
+    /// Starts a server; <paramref name="transportTime"/> is the listener clock (a FakeTimeProvider makes timeouts
+    /// deterministic), <paramref name="executor"/> the server's (the thread pool unless given).
+    /// </summary>
+    public static TestServer Start(TcpTransportOptions? options = null, ServerOptions? serverOptions = null, TimeProvider? transportTime = null, IExecutor? executor = null) => new(options, serverOptions, transportTime, executor);
 
     public Task<TcpPlayClient> ConnectAsync(TcpPlayClientOptions? options = null) =>
         TcpPlayClient.ConnectAsync(EndPoint, options ?? new TcpPlayClientOptions { RequestTimeout = Patience });

@@ -9,6 +9,17 @@ public sealed record ServerOptions
     /// <summary>Messages a stage runs in one turn before yielding the executor to other stages.</summary>
     public int TurnMessageBudget { get; init; } = 64;
 
+    /// <summary>
+    /// Lets a transport's receiving thread run an idle stage's turn itself for the client messages it just queued there,
+    /// when the executor allows it (<see cref="Seams.IExecutor.CanRunInline"/>: the thread pool's own threads do; the
+    /// manual and simulated executors never do, so tests and the simulation keep their order). The messages are then
+    /// answered on the thread that received them instead of one work item later; the turn is the same turn, one at a
+    /// time per stage, bounded by <see cref="TurnMessageBudget"/>, after which the rest is scheduled as before. Off, every
+    /// turn is a work item on the executor; a stage whose handlers block for long may want that, since a turn run on a
+    /// receiving thread holds that connection's next receive until it ends.
+    /// </summary>
+    public bool RunClientTurnsOnReceiveThread { get; init; } = true;
+
     /// <summary>Outstanding outgoing requests of the node before new ones fail fast.</summary>
     public int PendingRequestsMax { get; init; } = 100_000;
 

@@ -238,7 +238,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
         }
 
-        if (schedule)
+        // An idle stage whose turn this receiving thread may run itself runs it here, once the hooks have heard of the
+        // posts: the messages are answered on the thread that received them, with no work item between (the turn's own
+        // budget bounds how long the receive waits; work past it goes to the executor).
+        var runHere = schedule && RunsTurnOnReceiveThread();
+        if (schedule && !runHere)
         {
             _server.Executor.Schedule(this);
         }
@@ -251,7 +255,19 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 _server.Observer.OnMailboxPosted(NodeId, StageId, lengths[i], externals[i]);
             }
         }
+
+        if (runHere)
+        {
+            Execute();
+        }
     }
+
+    /// <summary>
+    /// Whether the thread posting a receive's messages runs the stage's turn itself: when the options allow it, the
+    /// executor lets this thread run its work, and no turn runs on it already (turns never nest).
+    /// </summary>
+    private bool RunsTurnOnReceiveThread() =>
+        Options.RunClientTurnsOnReceiveThread && _server.Executor.CanRunInline && !TurnEnd.IsInTurn;
 
     /// <summary>Queues the continuation of a suspended handler; it runs even while the mailbox is suspended.</summary>
     public void PostContinuation(SendOrPostCallback callback, object? state)
@@ -428,6 +444,21 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             ThrowConcurrentTurns();
         }
 
+        var turnEnd = TurnEnd.Enter();
+        try
+        {
+            RunTurn();
+        }
+        finally
+        {
+            // Work the turn left for its end (the sends of the sessions it wrote to) runs after the turn has released
+            // the stage, and before the stage is scheduled again.
+            TurnEnd.Exit(turnEnd);
+        }
+    }
+
+    private void RunTurn()
+    {
         _turnTimestampRead = false;
         var previous = SynchronizationContext.Current;
         SynchronizationContext.SetSynchronizationContext(_syncContext);

@@ -9,4 +9,10 @@ public interface IExecutor
 {
     /// <summary>Queues a work item; it runs later, never inline inside this call.</summary>
     void Schedule(IThreadPoolWorkItem workItem);
+
+    /// <summary>
+    /// Whether the calling thread may run a work item of this executor itself, at once, instead of scheduling it: true
+    /// only on a thread the executor would have run it on. False by default, so work runs only when the executor runs it.
+    /// </summary>
+    bool CanRunInline => false;
 }

@@ -12,6 +12,12 @@ public sealed class ManualExecutor : IExecutor
     /// <summary>Work items waiting to run.</summary>
     public int PendingCount => _queue.Count;
 
+    /// <summary>
+    /// Whether callers may run work inline (<see cref="IExecutor.CanRunInline"/>); false by default. A test sets it to
+    /// play the thread pool, whose threads may run a stage's turn where they received its messages.
+    /// </summary>
+    public bool CanRunInline { get; set; }
+
     /// <summary>Work items run so far.</summary>
     public long ExecutedCount { get; private set; }
 

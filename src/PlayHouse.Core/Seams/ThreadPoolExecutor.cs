@@ -12,4 +12,10 @@ public sealed class ThreadPoolExecutor : IExecutor
         ThreadPool.UnsafeQueueUserWorkItem(workItem, preferLocal: false);
 #pragma warning restore RS0030
     }
+
+    /// <summary>
+    /// True on a thread-pool thread, where a work item would have run anyway; false elsewhere (the socket engine's own
+    /// event thread, a caller's thread), whose work must not be held up by a stage turn.
+    /// </summary>
+    public bool CanRunInline => Thread.CurrentThread.IsThreadPoolThread;
 }
