@@ -17,10 +17,10 @@ public static class TurnEnd
     public const int DeferredCapacityMax = 1024;
 
     [ThreadStatic]
-    private static Turn? t_turn;
+    private static Turn? _turn;
 
     /// <summary>Whether a stage turn is running on the calling thread.</summary>
-    public static bool IsInTurn => t_turn is { Depth: > 0 };
+    public static bool IsInTurn => _turn is { Depth: > 0 };
 
     /// <summary>
     /// Runs <paramref name="workItem"/> on this thread when the current turn ends. False, deferring nothing, when no turn
@@ -29,7 +29,7 @@ public static class TurnEnd
     public static bool TryDefer(IThreadPoolWorkItem workItem)
     {
         ArgumentNullException.ThrowIfNull(workItem);
-        var turn = t_turn;
+        var turn = _turn;
         if (turn is not { Depth: > 0 } || turn.Count >= DeferredCapacityMax)
         {
             return false;
@@ -42,7 +42,7 @@ public static class TurnEnd
     /// <summary>Marks the start of a turn on this thread; pair with <see cref="Exit"/>.</summary>
     internal static Turn Enter()
     {
-        var turn = t_turn ??= new Turn();
+        var turn = _turn ??= new Turn();
         turn.Depth++;
         return turn;
     }
