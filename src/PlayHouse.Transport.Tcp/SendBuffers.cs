@@ -16,6 +16,11 @@ internal sealed class SendBuffers(MessagePool pool, ConnectionLimits limits, Tim
     private int _inFlightBytes;
     private int _inFlightSentBytes;
 
+    // The bytes of the last batch sent: the next fill starts at least this large, so a session whose batches are larger
+    // than the initial buffer (a turn's 16 KiB replies) rents one buffer per batch instead of growing one by doubling,
+    // which rented three and copied the frames twice per batch.
+    private int _lastBatchBytes;
+
     /// <summary>Bytes queued and not yet written, the in-flight rest included.</summary>
     public int QueuedBytes { get; private set; }
 
@@ -77,6 +82,7 @@ internal sealed class SendBuffers(MessagePool pool, ConnectionLimits limits, Tim
             var spare = _inFlight;
             _inFlight = _fill;
             _inFlightBytes = _fillBytes;
+            _lastBatchBytes = _fillBytes;
             _inFlightSentBytes = 0;
             _fill = spare;
             _fillBytes = 0;
@@ -114,9 +120,18 @@ internal sealed class SendBuffers(MessagePool pool, ConnectionLimits limits, Tim
 
     private void EnsureFillCapacity(int frameBytes)
     {
-        if (_fill.IsEmpty)
+        if (_fillBytes == 0)
         {
-            _fill = pool.Rent(Math.Max(frameBytes, limits.SendBufferInitialBytes), owner);
+            // A new batch: sized for this frame and for the last batch (at most the queue's cap), so it seldom grows.
+            var wanted = Math.Max(frameBytes, Math.Max(limits.SendBufferInitialBytes, Math.Min(_lastBatchBytes, limits.SendQueueBytesMax)));
+            if (_fill.Length >= wanted)
+            {
+                return;
+            }
+
+            // The kept buffer is too small for the batch to come; nothing is in it yet, so it is swapped, not copied.
+            _fill.Dispose();
+            _fill = pool.Rent(wanted, owner);
             _fill.SetLength(_fill.Capacity);
             return;
         }
