@@ -258,7 +258,27 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         if (runHere)
         {
+            ExecuteOnReceiveThread();
+        }
+    }
+
+    /// <summary>
+    /// Runs a turn on the receiving thread as the executor would run it: the execution context the turn leaves behind
+    /// (an async-local a handler set) is not the receive loop's afterwards, as a work item's is not the next item's.
+    /// </summary>
+    private void ExecuteOnReceiveThread()
+    {
+        var context = ExecutionContext.Capture();
+        try
+        {
             Execute();
+        }
+        finally
+        {
+            if (context is not null)
+            {
+                ExecutionContext.Restore(context);
+            }
         }
     }
 

@@ -30,6 +30,33 @@ public sealed class TurnOnReceiveThreadTests
         h.Pool.ThrowIfLeaks();
     }
 
+    [Fact]
+    public void AsyncLocalSetByAHandlerOnTheReceivingThread_DoesNotOutliveTheTurn()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var client = h.Join(1, accountId: 7);
+        h.Executor.CanRunInline = true;
+        var ambient = new AsyncLocal<string?>();
+        string? seenInHandler = null;
+        h.Stages[1].OnClient = (stage, _, packet) =>
+        {
+            ambient.Value = "set by the handler";
+            seenInHandler = ambient.Value;
+            stage.Link.Reply(packet, packet.MsgId, packet.Payload);
+            return ValueTask.CompletedTask;
+        };
+        var batch = new ClientFrameBatch();
+        h.Play.OnClientFrame(client.SessionId, "Echo", 70, 1, h.Bytes(7), h.Clock.GetTimestamp(), batch);
+
+        h.Play.FlushClientFrames(batch);
+
+        Assert.Equal("set by the handler", seenInHandler);
+        Assert.Null(ambient.Value);
+        Assert.Equal([(byte)7], client.ReplyTo(70).Payload);
+        h.Pool.ThrowIfLeaks();
+    }
+
     [Theory]
     [InlineData(false, true)]
     [InlineData(true, false)]
