@@ -211,7 +211,21 @@ public sealed class SimWorld
             ThrowLivelock();
         }
 
-        Execute(entry.Item);
+        // Cache hints in three stages, each for objects whose address the stage before brought in: the wheel hinted
+        // every event object of a bucket when it reached it; the next event's parts (its queue, bytes and receiving end)
+        // are hinted now, a step ahead; the receiver of this event's end, hinted a step ago, is hinted now.
+        var item = entry.Item;
+        if (item.GetType() == typeof(Network.StreamDirection))
+        {
+            Unsafe.As<Network.StreamDirection>(item).PrefetchReceiver();
+        }
+
+        if (_queue.Count > 0 && _queue.PeekItem() is Network.StreamDirection next)
+        {
+            next.PrefetchParts();
+        }
+
+        Execute(item);
         return true;
     }
 
@@ -398,6 +412,15 @@ public sealed class SimWorld
             _ => _far.Peek().TimeTicks,
         };
 
+        /// <summary>The work of the earliest event; the queue must not be empty.</summary>
+        public IThreadPoolWorkItem PeekItem() => HeadSource() switch
+        {
+            Source.Lane => _now.PeekHead().Item,
+            Source.Wheel => _wheel.Peek().Item,
+            Source.Near => _near.Peek().Item,
+            _ => _far.Peek().Item,
+        };
+
         /// <summary>Queues <paramref name="entry"/>; one due at <paramref name="nowTicks"/> must be later in (time, sequence) than every queued one due then.</summary>
         public void Enqueue(in EventEntry entry, long nowTicks)
         {
@@ -529,6 +552,9 @@ public sealed class SimWorld
         private int _minBucket = -1;
         private int _minIndex;
 
+        // The bucket whose event objects were last hinted into the cache (see FindMin).
+        private int _hintedBucket = -1;
+
         // The key of the earliest event while _minBucket is set, so a peek or an enqueue compares against two fields
         // instead of loading the bucket's array and its entry.
         private long _minTime;
@@ -659,6 +685,16 @@ public sealed class SimWorld
             }
 
             (_minBucket, _minIndex, _minTime, _minSequence) = (index, best, entries[best].TimeTicks, entries[best].Sequence);
+            if (index != _hintedBucket)
+            {
+                // The wheel reached this bucket: its events run over the next few dozen steps, so their objects are
+                // hinted into the cache now, long enough ahead for the misses to be over when each runs.
+                _hintedBucket = index;
+                for (var i = 0; i < count; i++)
+                {
+                    Prefetch.Object(entries[i].Item, 3);
+                }
+            }
         }
 
         private int FirstOccupiedFrom(int start)

@@ -185,6 +185,9 @@ public sealed class SimConnection
         _closed?.Invoke(reason);
     }
 
+    /// <summary>The owner called directly on each delivery (null when delegates receive instead).</summary>
+    internal IStreamReceiver? Receiver => _receiver;
+
     /// <summary>Hands this end's data and close to <paramref name="receiver"/> instead of the delegates (which it clears).</summary>
     internal void SetReceiver(IStreamReceiver receiver)
     {

@@ -128,6 +128,21 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
     /// <summary>The direction's pump event: armed by the network, live while <see cref="PumpArmed"/> and its sequence is <see cref="PumpSequence"/>.</summary>
     public void Execute() => Sender.Network.RunPump(this);
 
+    /// <summary>
+    /// Hints into the cache what a pump of this direction reads after the direction itself: its head segment, the head
+    /// segment's bytes and the receiving end. Issued together, their misses overlap instead of following one another.
+    /// </summary>
+    public void PrefetchParts()
+    {
+        var (items, head) = _segments.Storage;
+        Prefetch.ElementUnchecked(items, head);
+        Prefetch.ElementUnchecked(_bytes, _bytesStart);
+        Prefetch.Object(Target);
+    }
+
+    /// <summary>Hints the object that receives this direction's bytes (a client or a server session) into the cache.</summary>
+    public void PrefetchReceiver() => Prefetch.Object(Target?.Receiver, 2);
+
     public long DueTicks(in StreamSegment segment) => Math.Max(segment.ReadyTicks, ReleaseFloorTicks);
 
     /// <summary>The <paramref name="index"/>-th queued segment, 0 being the head.</summary>

@@ -28,6 +28,12 @@ public struct RingQueue<T>
 
     public readonly int Count => _count;
 
+    /// <summary>
+    /// The array the entries live in (null before the first) and the index of the oldest, for a caller that hints the
+    /// head into the cache before it reads it; the array is the ring's own: read nothing from it and never write to it.
+    /// </summary>
+    public readonly (T[]? Items, int Head) Storage => (_items, _head);
+
     public void Enqueue(in T item)
     {
         if (_items is null || _count == _items.Length)

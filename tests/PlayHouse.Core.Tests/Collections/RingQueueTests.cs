@@ -61,4 +61,25 @@ public sealed class RingQueueTests
         Assert.Throws<InvalidOperationException>(() => ring.Dequeue(out _));
         Assert.StartsWith("Only 0 entries are queued.", Assert.Throws<ArgumentOutOfRangeException>(() => ring.At(0)).Message, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public void Storage_AfterEnqueuesAndDequeues_NamesTheArrayAndIndexHoldingTheHead()
+    {
+        // A caller hints the head's cache line from these two; a wrong index would hint a line the next read never uses.
+        var ring = new RingQueue<int>(4);
+        for (var i = 1; i <= 6; i++)
+        {
+            ring.Enqueue(i);
+            if (i % 2 == 0)
+            {
+                ring.DropHead();
+            }
+        }
+
+        var (items, head) = ring.Storage;
+
+        Assert.NotNull(items);
+        Assert.Equal(ring.PeekHead(), items[head]);
+        Assert.Equal(4, items[head]);
+    }
 }
