@@ -583,10 +583,12 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
     {
         private const int SlotCount = 16;
         private readonly Slot[] _slots = new Slot[SlotCount];
-        private readonly Dictionary<long, ClientRequest> _overflow = [];
+
+        // Made on the first collision only: every client has a ledger, and most never need the map.
+        private Dictionary<long, ClientRequest>? _overflow;
         private int _slotsUsed;
 
-        public int Count => _slotsUsed + _overflow.Count;
+        public int Count => _slotsUsed + (_overflow?.Count ?? 0);
 
         /// <summary>The request of <paramref name="key"/>, or a null reference when it is not held.</summary>
         public ref ClientRequest GetValueRefOrNullRef(long key)
@@ -597,7 +599,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 return ref slot.Value;
             }
 
-            if (_overflow.Count == 0)
+            if (_overflow is not { Count: > 0 })
             {
                 return ref Unsafe.NullRef<ClientRequest>();
             }
@@ -626,7 +628,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 return ref slot.Value;
             }
 
-            return ref CollectionsMarshal.GetValueRefOrAddDefault(_overflow, key, out _);
+            return ref CollectionsMarshal.GetValueRefOrAddDefault(_overflow ??= [], key, out _);
         }
 
         public bool TryGetValue(long key, out ClientRequest request)
@@ -653,7 +655,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 return true;
             }
 
-            if (_overflow.Count == 0)
+            if (_overflow is not { Count: > 0 })
             {
                 request = default;
                 return false;
@@ -674,7 +676,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
                 }
             }
 
-            foreach (var pair in _overflow)
+            foreach (var pair in _overflow ?? [])
             {
                 all.Add((pair.Key, pair.Value));
             }
