@@ -7,7 +7,7 @@ namespace PlayHouse.Simulation.Tests.Checkers;
 /// <summary>
 /// The <see cref="ClientRequests"/> handle of <see cref="ExactlyOnceRequestChecker"/>: the runs report every client
 /// request through it, so it must judge exactly as the calls by client id do, share their ledger, and keep every
-/// request right in its 16 slots, in the overflow map behind them, and through out-of-order completions.
+/// request right in its 8 slots, in the overflow map behind them, and through out-of-order completions.
 /// </summary>
 public sealed class ExactlyOnceClientHandleTests
 {
@@ -181,7 +181,7 @@ public sealed class ExactlyOnceClientHandleTests
     [Fact]
     public void ExactlyOnceHandle_FortyRequestsOutstandingCompletedInReverse_PassesAndFoldsThemAll()
     {
-        // Arrange: 40 open keys fill the 16 slots; keys 17 to 40 collide and live in the overflow map.
+        // Arrange: 40 open keys fill the 8 slots; keys 9 to 40 collide and live in the overflow map.
         var checker = new ExactlyOnceRequestChecker(_clock);
         var client = checker.ForClient(3);
         for (long key = 1; key <= 40; key++)

@@ -11,7 +11,7 @@ public sealed class HeldRequestsTests
     [Fact]
     public void HeldRequests_KeysSharingOneSlot_AreEachHeldListedAndRemovedOnce()
     {
-        // Arrange: keys 3, 19 and 35 share one of the 16 slots, so the last two go to the overflow map.
+        // Arrange: keys 3, 19 and 35 share one of the 8 slots, so the last two go to the overflow map.
         var held = new ExactlyOnceRequestChecker.HeldRequests();
         long[] keys = [3, 19, 35];
         foreach (var key in keys)
