@@ -116,11 +116,19 @@ public sealed class PlayServerHostOptions : ServerHostOptions
     /// </summary>
     public TimeSpan? ClientMessageQueueTimeMax { get; set; }
 
+    /// <summary>
+    /// Whether the thread that received a client's messages runs an idle stage's turn for them itself (on by default).
+    /// Turn it off when handlers block for long: a turn run there holds that connection's next receive until it ends.
+    /// See <see cref="ServerOptions.RunClientTurnsOnReceiveThread"/>.
+    /// </summary>
+    public bool RunClientTurnsOnReceiveThread { get; set; } = true;
+
     internal override ServerOptions ToServerOptions() => base.ToServerOptions() with
     {
         AuthenticateMsgId = AuthenticateMsgId,
         DefaultStageType = DefaultStageType,
         ClientMessageQueueTimeMax = ClientMessageQueueTimeMax,
+        RunClientTurnsOnReceiveThread = RunClientTurnsOnReceiveThread,
     };
 
     internal TcpTransportOptions ToTransportOptions() => new()

@@ -129,6 +129,30 @@ public sealed class HostingTests
         Assert.Equal(2, hosted.Server!.Counters.RequestsExpiredInMailbox);
     }
 
+    [Theory]
+    [InlineData(null, true)]
+    [InlineData("false", false)]
+    public async Task RunClientTurnsOnReceiveThread_FromConfiguration_ReachesTheServer_AndEitherWayAnswersRequests(string? setting, bool expected)
+    {
+        var settings = new Dictionary<string, string?> { ["PlayServer:DefaultStageType"] = EchoMsgIds.StageType };
+        if (setting is not null)
+        {
+            settings["PlayServer:RunClientTurnsOnReceiveThread"] = setting;
+        }
+
+        using var host = BuildHost(settings);
+        await host.StartAsync().WaitAsync(Patience);
+        var hosted = host.Services.GetRequiredService<PlayServerHost>();
+        using var client = await Connect(hosted);
+
+        var reply = await client.RequestAsync(EchoMsgIds.Echo, 1, [3, 4]).WaitAsync(Patience);
+        await host.StopAsync().WaitAsync(Patience);
+
+        Assert.Equal(expected, hosted.Server!.Options.RunClientTurnsOnReceiveThread);
+        Assert.True(reply.IsSuccess, ErrorCodes.Describe(reply.ErrorCode));
+        Assert.Equal(new byte[] { 3, 4 }, reply.Payload);
+    }
+
     [Fact]
     public async Task ApiServerAndPlayServer_HostedSeparately_TalkOverTheTcpMesh()
     {
