@@ -25,8 +25,9 @@ public static class Lz4Payloads
     /// <summary>
     /// Pickles <paramref name="source"/> into <paramref name="destination"/> (at least
     /// <see cref="MaxCompressedLength"/> bytes) and returns the bytes written. The pickle is compressed only when
-    /// that makes it smaller; otherwise it holds the bytes as they are and is longer than the source, and the caller
-    /// sends the payload raw instead.
+    /// that makes the LZ4 block shorter than the source; otherwise it holds the bytes as they are and is one byte longer
+    /// than the source. Its header (1 to 5 bytes) can make even a compressed pickle no shorter than the source, so the
+    /// caller uses it only when the returned length is below the source's, and sends the payload raw otherwise.
     /// </summary>
     public static int Compress(ReadOnlySpan<byte> source, Memory<byte> destination)
     {

@@ -30,12 +30,31 @@ public sealed class Lz4Tests
 
                 var restored = new byte[input.Length];
                 var read = Lz4PayloadDecompressor.Instance.Decompress(pickle.AsSpan(0, written), restored);
-                // Header byte 0 marks a pickle holding the bytes as they are: one byte longer than the input.
+                // Header byte 0 marks a pickle holding the bytes as they are: one byte longer than the input. A compressed
+                // pickle's LZ4 block is shorter than the input, but its header (1 to 5 bytes) can make the whole pickle as
+                // long as the input or longer, which is why the session compares the pickle's length before using it.
                 var stored = pickle[0] == 0;
                 return read == input.Length
                     && restored.AsSpan().SequenceEqual(input)
-                    && (stored ? written == input.Length + 1 : written < input.Length);
+                    && (stored ? written == input.Length + 1 : written < Lz4Payloads.MaxCompressedLength(input.Length));
             }));
+
+    [Fact]
+    public void ShortRepetitiveInput_CompressesToAPickleNoShorterThanItself_WhichTheSessionThenSendsRaw()
+    {
+        // 35 bytes with one repeated run of 12: LZ4 shortens the block, and the pickle's header takes the saving back.
+        byte[] input = [.. Enumerable.Range(0, 23).Select(i => (byte)i), .. Enumerable.Range(0, 12).Select(i => (byte)i)];
+        var pickle = new byte[Lz4Payloads.MaxCompressedLength(input.Length)];
+
+        var written = Lz4Payloads.Compress(input, pickle);
+        var restored = new byte[input.Length];
+        var read = Lz4PayloadDecompressor.Instance.Decompress(pickle.AsSpan(0, written), restored);
+
+        Assert.NotEqual(0, pickle[0]);
+        Assert.InRange(written, input.Length, Lz4Payloads.MaxCompressedLength(input.Length) - 1);
+        Assert.Equal(input.Length, read);
+        Assert.Equal(input, restored);
+    }
 
     [Fact]
     public void OurPickle_IsReadByLZ4PicklerUnpickle_AsPlayHouseConnectorReadsIt()
