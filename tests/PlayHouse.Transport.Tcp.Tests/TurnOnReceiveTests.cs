@@ -18,35 +18,20 @@ public sealed class TurnOnReceiveTests
     [Fact]
     public async Task PipelinedRequests_AreAnsweredByTheReceivingThread_InOneSend_WithNoWorkItem()
     {
-        var executor = new CountingExecutor();
-        await using var server = TestServer.Start(executor: executor);
-        using var client = await AuthenticatedRawClientAsync(server);
-        var before = (Stages: executor.Count("StageHost"), Flushes: executor.Count("SocketSessionConnection"), SendCalls: server.Counters.SendCalls);
+        var (replies, costs) = await EchoPipelinedCountingAsync(serverOptions: null);
 
-        var replies = await EchoPipelinedAsync(client);
-        await SendsSettledAsync(server, before.SendCalls);
-
-        var after = (executor.Count("StageHost"), executor.Count("SocketSessionConnection"), server.Counters.SendCalls);
         Assert.Equal(Enumerable.Range(1, Pipelined).Select(i => (ushort)(100 + i)), replies.Select(r => r.MsgSeq));
-        Assert.Equal((0, 0, 1L), (after.Item1 - before.Item1, after.Item2 - before.Item2, after.Item3 - before.Item3));
+        Assert.Equal((0, 0, 1L), costs);
     }
 
     [Fact]
     public async Task PipelinedRequests_WithTurnsOnTheReceivingThreadOff_RunInAScheduledTurn_AndStillLeaveInOneSend()
     {
-        var executor = new CountingExecutor();
-        await using var server = TestServer.Start(
-            serverOptions: new ServerOptions { DefaultStageType = EchoMsgIds.StageType, RequestTimeout = TimeSpan.FromSeconds(10), RunClientTurnsOnReceiveThread = false },
-            executor: executor);
-        using var client = await AuthenticatedRawClientAsync(server);
-        var before = (Stages: executor.Count("StageHost"), Flushes: executor.Count("SocketSessionConnection"), SendCalls: server.Counters.SendCalls);
+        var (replies, costs) = await EchoPipelinedCountingAsync(
+            new ServerOptions { DefaultStageType = EchoMsgIds.StageType, RequestTimeout = TimeSpan.FromSeconds(10), RunClientTurnsOnReceiveThread = false });
 
-        var replies = await EchoPipelinedAsync(client);
-        await SendsSettledAsync(server, before.SendCalls);
-
-        var after = (executor.Count("StageHost"), executor.Count("SocketSessionConnection"), server.Counters.SendCalls);
         Assert.Equal(Enumerable.Range(1, Pipelined).Select(i => (ushort)(100 + i)), replies.Select(r => r.MsgSeq));
-        Assert.Equal((1, 0, 1L), (after.Item1 - before.Item1, after.Item2 - before.Item2, after.Item3 - before.Item3));
+        Assert.Equal((1, 0, 1L), costs);
     }
 
     [Fact]
@@ -91,6 +76,24 @@ public sealed class TurnOnReceiveTests
         {
             client.Dispose();
         }
+    }
+
+    /// <summary>
+    /// Echoes <see cref="Pipelined"/> requests sent in one write, and counts what answering them cost the server: stage
+    /// work items, send work items and send system calls.
+    /// </summary>
+    private static async Task<(List<RawServerFrame> Replies, (int StageItems, int FlushItems, long SendCalls) Costs)> EchoPipelinedCountingAsync(ServerOptions? serverOptions)
+    {
+        var executor = new CountingExecutor();
+        await using var server = TestServer.Start(serverOptions: serverOptions, executor: executor);
+        using var client = await AuthenticatedRawClientAsync(server);
+        var before = (Stages: executor.Count("StageHost"), Flushes: executor.Count("SocketSessionConnection"), SendCalls: server.Counters.SendCalls);
+
+        var replies = await EchoPipelinedAsync(client);
+        await SendsSettledAsync(server, before.SendCalls);
+
+        var costs = (executor.Count("StageHost") - before.Stages, executor.Count("SocketSessionConnection") - before.Flushes, server.Counters.SendCalls - before.SendCalls);
+        return (replies, costs);
     }
 
     private static async Task<RawClient> AuthenticatedRawClientAsync(TestServer server)
