@@ -5,9 +5,10 @@ using System.Runtime.Intrinsics.X86;
 namespace PlayHouse.Simulation;
 
 /// <summary>
-/// Software prefetch hints for the objects the next event will touch. With 10,000 clients every event lands on a cold
-/// client's objects, and each first touch stalled the step on a cache miss; a hint issued an event ahead (or several
-/// issued together instead of one after another) hides most of that wait.
+/// Software prefetch hints for the objects coming events will touch. With 10,000 clients every event lands on a cold
+/// client's objects, and each first touch stalled the step on a cache miss; hints issued some dozens of events ahead,
+/// many together instead of one after another, hide most of that wait (the event wheel issues them, see
+/// <see cref="IPrefetchParts"/>).
 /// </summary>
 /// <remarks>
 /// A hint never faults and never changes a value, so it cannot change what a run does: an object the collector moves
@@ -15,6 +16,9 @@ namespace PlayHouse.Simulation;
 /// </remarks>
 internal static class Prefetch
 {
+    /// <summary>The deepest level <see cref="IPrefetchParts.PrefetchParts"/> is asked for.</summary>
+    public const int DepthMax = 2;
+
     /// <summary>Hints the first <paramref name="lines"/> cache lines of <paramref name="value"/> (null: nothing).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public static unsafe void Object(object? value, int lines = 1)
@@ -32,6 +36,23 @@ internal static class Prefetch
     }
 
     /// <summary>
+    /// Hints the lines of a small array whose used element depends on a key not known yet: the header and up to
+    /// <paramref name="linesMax"/> lines of elements (null: nothing). Reads the length, so the array's first line
+    /// must have been hinted a stage before (it is, as the object that refers to it was).
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public static unsafe void Array<T>(T[]? array, int linesMax = 8)
+    {
+        if (!Sse.IsSupported || array is null)
+        {
+            return;
+        }
+
+        var lines = Math.Min(linesMax, 1 + (array.Length * Unsafe.SizeOf<T>() / 64));
+        Object(array, lines);
+    }
+
+    /// <summary>
     /// Hints the cache line of element <paramref name="index"/> of <paramref name="array"/> (null: nothing) without
     /// reading the array's length, which would wait for the very miss the hint is meant to hide; an index past the end
     /// hints a line nothing reads, which is harmless.
@@ -46,4 +67,15 @@ internal static class Prefetch
 
         Sse.Prefetch0(Unsafe.AsPointer(ref Unsafe.Add(ref MemoryMarshal.GetArrayDataReference(array), index)));
     }
+}
+
+/// <summary>
+/// An object whose parts a delivery reads after the object itself, hinted in stages: level 0 hints the objects it
+/// refers to, level 1 what those refer to, and so on; a caller asks for a level only once the level before has had
+/// time to arrive, since each level's addresses are read from the objects the level before hinted.
+/// </summary>
+internal interface IPrefetchParts
+{
+    /// <summary>Hints the parts <paramref name="depth"/> references away (0 to <see cref="Prefetch.DepthMax"/>).</summary>
+    void PrefetchParts(int depth);
 }

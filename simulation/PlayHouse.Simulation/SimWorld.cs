@@ -83,6 +83,9 @@ public sealed class SimWorld
     /// <summary>Events waiting in the queue (including cancelled timers not yet skipped).</summary>
     public int PendingEventCount => _queue.Count;
 
+    /// <summary>How many times the event wheel hinted coming events' objects into the cache (only crowded wheels do).</summary>
+    internal long BucketsHinted => _queue.BucketsHinted;
+
     /// <summary>The most events the queue held at once.</summary>
     public int PendingEventHighWater { get; private set; }
 
@@ -211,21 +214,7 @@ public sealed class SimWorld
             ThrowLivelock();
         }
 
-        // Cache hints in three stages, each for objects whose address the stage before brought in: the wheel hinted
-        // every event object of a bucket when it reached it; the next event's parts (its queue, bytes and receiving end)
-        // are hinted now, a step ahead; the receiver of this event's end, hinted a step ago, is hinted now.
-        var item = entry.Item;
-        if (item.GetType() == typeof(Network.StreamDirection))
-        {
-            Unsafe.As<Network.StreamDirection>(item).PrefetchReceiver();
-        }
-
-        if (_queue.Count > 0 && _queue.PeekItem() is Network.StreamDirection next)
-        {
-            next.PrefetchParts();
-        }
-
-        Execute(item);
+        Execute(entry.Item);
         return true;
     }
 
@@ -384,6 +373,8 @@ public sealed class SimWorld
         private RingQueue<EventEntry> _now = new(256);
         private readonly EventWheel _wheel = new();
 
+        public long BucketsHinted => _wheel.BucketsHinted;
+
         private enum Source
         {
             Lane,
@@ -410,15 +401,6 @@ public sealed class SimWorld
             Source.Wheel => _wheel.Peek().TimeTicks,
             Source.Near => _near.Peek().TimeTicks,
             _ => _far.Peek().TimeTicks,
-        };
-
-        /// <summary>The work of the earliest event; the queue must not be empty.</summary>
-        public IThreadPoolWorkItem PeekItem() => HeadSource() switch
-        {
-            Source.Lane => _now.PeekHead().Item,
-            Source.Wheel => _wheel.Peek().Item,
-            Source.Near => _near.Peek().Item,
-            _ => _far.Peek().Item,
         };
 
         /// <summary>Queues <paramref name="entry"/>; one due at <paramref name="nowTicks"/> must be later in (time, sequence) than every queued one due then.</summary>
@@ -552,6 +534,10 @@ public sealed class SimWorld
         private int _minBucket = -1;
         private int _minIndex;
 
+        // Below this many queued events the objects they touch stay in the cache from one round to the next, and the
+        // hints would only cost time (see HintAhead): a run of 1,000 clients queues some hundreds, one of 10,000 some thousands.
+        private const int HintEventsMin = 2048;
+
         // The bucket whose event objects were last hinted into the cache (see FindMin).
         private int _hintedBucket = -1;
 
@@ -561,6 +547,8 @@ public sealed class SimWorld
         private long _minSequence;
 
         public int Count { get; private set; }
+
+        public long BucketsHinted { get; private set; }
 
         /// <summary>Queues <paramref name="entry"/> when it is due within the wheel's span; false otherwise.</summary>
         public bool TryEnqueue(in EventEntry entry, long nowTicks)
@@ -687,14 +675,89 @@ public sealed class SimWorld
             (_minBucket, _minIndex, _minTime, _minSequence) = (index, best, entries[best].TimeTicks, entries[best].Sequence);
             if (index != _hintedBucket)
             {
-                // The wheel reached this bucket: its events run over the next few dozen steps, so their objects are
-                // hinted into the cache now, long enough ahead for the misses to be over when each runs.
                 _hintedBucket = index;
-                for (var i = 0; i < count; i++)
+                if (Count >= HintEventsMin)
                 {
-                    Prefetch.Object(entries[i].Item, 3);
+                    BucketsHinted++;
+                    HintAhead(index);
                 }
             }
+        }
+
+        /// <summary>
+        /// The wheel reached bucket <paramref name="index"/>, whose events run over the next few dozen steps. A cold
+        /// client's objects form a chain (a stream direction, its receiving connection, the client or session behind
+        /// it, that one's decoder and driver, the driver's tracker and ledgers), and each link's address is known only
+        /// once the link before is in the cache. So the hints run as a pipeline one occupied bucket apart: the
+        /// farthest bucket gets its event objects hinted, the next nearer their parts, then their receivers, then the
+        /// receivers' parts level by level, this bucket the deepest level. Each stage reads only what the stage
+        /// before brought in, a bucket (some dozens of events) earlier.
+        /// </summary>
+        private void HintAhead(int index)
+        {
+            var next = index;
+            for (var stage = HintStage.ReceiverParts + Prefetch.DepthMax; stage >= HintStage.Objects && next >= 0; stage--)
+            {
+                HintBucket(next, stage);
+                next = NextOccupiedAfter(next);
+            }
+        }
+
+        private void HintBucket(int index, HintStage stage)
+        {
+            ref var slot = ref _buckets[index];
+            var entries = slot.Entries;
+            if (entries is null)
+            {
+                return;
+            }
+
+            var count = Math.Min(slot.Count, entries.Length);
+            for (var i = 0; i < count; i++)
+            {
+                var item = entries[i].Item;
+                if (stage == HintStage.Objects)
+                {
+                    Prefetch.Object(item, 3);
+                }
+                else if (item is not null && item.GetType() == typeof(Network.StreamDirection))
+                {
+                    var direction = Unsafe.As<Network.StreamDirection>(item);
+                    switch (stage)
+                    {
+                        case HintStage.Parts:
+                            direction.PrefetchParts();
+                            break;
+                        case HintStage.Receivers:
+                            direction.PrefetchReceiver();
+                            break;
+                        default:
+                            direction.Target?.Receiver?.PrefetchParts(stage - HintStage.ReceiverParts);
+                            break;
+                    }
+                }
+            }
+        }
+
+        /// <summary>The next occupied bucket after <paramref name="index"/> within the span, or -1 when there is none.</summary>
+        private int NextOccupiedAfter(int index)
+        {
+            var baseIndex = (int)(_baseBucket & Mask);
+            var distance = (index - baseIndex) & Mask;
+            for (var d = distance + 1; d < BucketCount;)
+            {
+                var at = (baseIndex + d) & Mask;
+                var bits = _occupied[at >> 6] >> (at & 63);
+                if (bits != 0)
+                {
+                    var step = System.Numerics.BitOperations.TrailingZeroCount(bits);
+                    return d + step < BucketCount ? (at + step) & Mask : -1;
+                }
+
+                d += 64 - (at & 63);
+            }
+
+            return -1;
         }
 
         private int FirstOccupiedFrom(int start)
@@ -714,6 +777,15 @@ public sealed class SimWorld
             }
 
             throw new InvalidOperationException("The wheel counts events but no bucket is occupied.");
+        }
+
+        // In pipeline order, farthest ahead first; the receivers' parts take one stage per level from ReceiverParts on.
+        private enum HintStage
+        {
+            Objects,
+            Parts,
+            Receivers,
+            ReceiverParts,
         }
 
         private struct Bucket

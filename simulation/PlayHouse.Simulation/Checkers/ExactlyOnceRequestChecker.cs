@@ -747,9 +747,17 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
 /// <summary>One client's requests in an <see cref="ExactlyOnceRequestChecker"/>, found once and reported often.</summary>
 /// <remarks>Not thread-safe on its own; the checker guards it with its lock.</remarks>
-public sealed class ClientRequests
+public sealed class ClientRequests : IPrefetchParts
 {
     internal ClientRequests(long clientId) => ClientId = clientId;
+
+    void IPrefetchParts.PrefetchParts(int depth)
+    {
+        if (depth == 0)
+        {
+            Prefetch.Object(Ledger, 2);
+        }
+    }
 
     public long ClientId { get; }
 

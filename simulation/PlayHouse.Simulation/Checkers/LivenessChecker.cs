@@ -273,9 +273,17 @@ public sealed class LivenessChecker : InvariantChecker
 
 /// <summary>One client of a <see cref="LivenessChecker"/>, found once and reported often.</summary>
 /// <remarks>Not thread-safe on its own; the checker guards it with its lock.</remarks>
-public sealed class LivenessClient
+public sealed class LivenessClient : IPrefetchParts
 {
     internal LivenessClient(long clientId) => ClientId = clientId;
+
+    void IPrefetchParts.PrefetchParts(int depth)
+    {
+        if (depth == 0)
+        {
+            Prefetch.Object(Progress);
+        }
+    }
 
     public long ClientId { get; }
 

@@ -26,7 +26,7 @@ namespace PlayHouse.Simulation.Clients;
 /// </para>
 /// <para>Not thread-safe; one tracker per client.</para>
 /// </remarks>
-public sealed class RttTracker : IRttTracker
+public sealed class RttTracker : IRttTracker, IPrefetchParts
 {
     /// <summary>Half the u16 sequence space, so a slot's stored sequence always tells its generations apart.</summary>
     public const int InFlightWindowMax = 32_768;
@@ -55,6 +55,14 @@ public sealed class RttTracker : IRttTracker
         SlotCount = (int)BitOperations.RoundUpToPowerOf2((uint)inFlightWindow) * 2;
         _slotMask = SlotCount - 1;
         _slots = new Slot[SlotCount];
+    }
+
+    void IPrefetchParts.PrefetchParts(int depth)
+    {
+        if (depth == 0)
+        {
+            Prefetch.Array(_slots);
+        }
     }
 
     /// <summary>Most requests in flight at once.</summary>

@@ -258,6 +258,24 @@ public sealed class SimClient : IDisposable, IStreamReceiver
 
     void IStreamReceiver.OnStreamClosed(SimConnection connection, string reason) => OnClosed(connection, reason);
 
+    void IPrefetchParts.PrefetchParts(int depth)
+    {
+        // What a reply's delivery reads after the client: the decoder, the pending requests and their index, the
+        // counters, and the application's object (a workload driver is several lines long) with its own parts.
+        if (depth == 0)
+        {
+            Prefetch.Object(_decoder);
+            Prefetch.Object(_slots, 2);
+            Prefetch.Object(_slotBySeq);
+            Prefetch.Object(Statistics);
+            Prefetch.Object(Tag, 4);
+        }
+        else if (Tag is IPrefetchParts parts)
+        {
+            parts.PrefetchParts(depth - 1);
+        }
+    }
+
     private ushort NextSeq()
     {
         // Skip 0 (one-way) and any sequence still pending: a wrapped sequence must never pair with an old request.

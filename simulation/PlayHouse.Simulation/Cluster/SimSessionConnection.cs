@@ -114,6 +114,16 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
 
     void IStreamReceiver.OnStreamData(SimConnection connection, ReadOnlySpan<byte> data) => OnStreamData(data);
 
+    void IPrefetchParts.PrefetchParts(int depth)
+    {
+        // What a delivery reads after the session: the decoder and the counters.
+        if (depth == 0)
+        {
+            Prefetch.Object(_decoder);
+            Prefetch.Object(_statistics);
+        }
+    }
+
     /// <summary>
     /// The receive callback's entry, non-virtual so the network calls it directly (this class is not sealed, so a call
     /// through the interface would not be devirtualised on every delivery).

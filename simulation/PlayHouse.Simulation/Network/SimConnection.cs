@@ -7,7 +7,7 @@ public delegate void StreamDataHandler(ReadOnlySpan<byte> data);
 /// The owner of a connection end called directly, without a delegate and closure in between: with 10,000 clients
 /// every delivery would otherwise touch two more cold objects.
 /// </summary>
-internal interface IStreamReceiver
+internal interface IStreamReceiver : IPrefetchParts
 {
     void OnStreamData(SimConnection connection, ReadOnlySpan<byte> data);
 

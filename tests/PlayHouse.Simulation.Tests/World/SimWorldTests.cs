@@ -144,6 +144,34 @@ public sealed class SimWorldTests
     }
 
     [Fact]
+    public void EventsOfACrowdedWheel_RunInTimeThenScheduleOrder_WhileTheWheelHintsTheirObjectsAhead()
+    {
+        // Thousands of events queued at once within the wheel's span (as 10,000 clients keep it) turn on the cache
+        // hints that run ahead of the wheel; hints read the queued events and must never change which runs when.
+        var world = new SimWorld(5);
+        var random = world.CreateRandom();
+        var order = new OrderModel(world);
+
+        void Schedule(long atTicks) => order.Schedule(atTicks, () =>
+        {
+            if (order.Scheduled < 30_000)
+            {
+                Schedule(world.NowTicks + random.NextLong(0, 20 * TimeSpan.TicksPerMillisecond));
+            }
+        });
+
+        for (var i = 0; i < 5_000; i++)
+        {
+            Schedule(random.NextLong(0, 20 * TimeSpan.TicksPerMillisecond));
+        }
+
+        world.RunUntilQuiet();
+
+        Assert.True(world.BucketsHinted > 100, $"the wheel hinted ahead only {world.BucketsHinted} times");
+        Assert.Equal(order.Expected(), order.Ran);
+    }
+
+    [Fact]
     public void ChildSeeds_AreDrawnDeterministically()
     {
         var a = new SimWorld(99);
