@@ -84,6 +84,44 @@ public sealed class ListAndBenchTests
     }
 
     [Fact]
+    public void BenchScale_WarmUpClients_RunsOneUnmeasuredRunBeforeTheMeasuredOne()
+    {
+        var result = CliHarness.Run("bench", "scale", "--warm-up-clients", "7", "--set", "clients=30", "requestsPerClient=2");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Equal("7", result.Value("warmUp.clients"));
+        Assert.Equal("pass", result.Value("warmUp.outcome"));
+        Assert.NotNull(result.Value("warmUp.wallSeconds"));
+        Assert.Equal("60", result.Value("scale.roundTrips"));
+        var lines = result.Lines.ToList();
+        Assert.True(lines.FindIndex(l => l.StartsWith("warmUp.clients=", StringComparison.Ordinal)) < lines.FindIndex(l => l.StartsWith("scale.wallSeconds=", StringComparison.Ordinal)), result.ToString());
+        Assert.Contains(" clients=7 ", lines[0], StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void BenchScale_NoWarmUpClients_MeasuresTheFirstRunOfTheProcess()
+    {
+        var result = CliHarness.Run("bench", "scale", "--warm-up-clients", "0", "--set", "clients=30", "requestsPerClient=2");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Null(result.Value("warmUp.clients"));
+        Assert.Equal("60", result.Value("scale.roundTrips"));
+        Assert.Contains(" clients=30 ", result.Lines[0], StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void BenchScale_NegativeWarmUpClients_Exits64WithOneLine()
+    {
+        var result = CliHarness.Run("bench", "scale", "--warm-up-clients", "-1");
+
+        Assert.Equal(SimCli.UsageErrorExitCode, result.ExitCode);
+        var lines = result.Error.Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.True(lines.Length == 1, result.ToString());
+        Assert.StartsWith("error: --warm-up-clients takes 0", lines[0], StringComparison.Ordinal);
+        Assert.DoesNotContain("scale.", result.Output, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void BenchScale_ClientsList_RunsEachPointSmallestFirstWithEventsAndMemory()
     {
         var result = CliHarness.Run("bench", "scale", "--clients", "40,20", "--set", "requestsPerClient=3");
