@@ -17,7 +17,7 @@ namespace PlayHouse.Simulation;
 internal static class Prefetch
 {
     /// <summary>The deepest level <see cref="IPrefetchParts.PrefetchParts"/> is asked for.</summary>
-    public const int DepthMax = 2;
+    public const int DepthMax = 4;
 
     /// <summary>Hints the first <paramref name="lines"/> cache lines of <paramref name="value"/> (null: nothing).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]

@@ -489,6 +489,19 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
         public HeldRequests Held { get; } = new();
 
+        public void PrefetchParts(int depth)
+        {
+            if (depth == 0)
+            {
+                Prefetch.Object(Held);
+                Prefetch.Object(_recentCompacted, 2);
+            }
+            else
+            {
+                Held.PrefetchSlots();
+            }
+        }
+
         /// <summary>Requests held that completed (ahead of an outstanding key, or outside the range); none means no fold can happen.</summary>
         public int CompletedHeld { get; set; }
 
@@ -591,6 +604,8 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         private int _slotsUsed;
 
         public int Count => _slotsUsed + (_overflow?.Count ?? 0);
+
+        public void PrefetchSlots() => Prefetch.Array(_slots);
 
         /// <summary>The request of <paramref name="key"/>, or a null reference when it is not held.</summary>
         public ref ClientRequest GetValueRefOrNullRef(long key)
@@ -756,6 +771,10 @@ public sealed class ClientRequests : IPrefetchParts
         if (depth == 0)
         {
             Prefetch.Object(Ledger, 2);
+        }
+        else
+        {
+            Ledger?.PrefetchParts(depth - 1);
         }
     }
 
