@@ -731,6 +731,10 @@ public sealed class SimWorld
                         case HintStage.Receivers:
                             direction.PrefetchReceiver();
                             break;
+                        case HintStage.ReceiverParts:
+                            direction.Target?.Outbound.PrefetchForSend();
+                            direction.Target?.Receiver?.PrefetchParts(0);
+                            break;
                         default:
                             direction.Target?.Receiver?.PrefetchParts(stage - HintStage.ReceiverParts);
                             break;

@@ -140,8 +140,31 @@ internal sealed class StreamDirection(SimConnection sender, PathState path) : IT
         Prefetch.Object(Target);
     }
 
-    /// <summary>Hints the object that receives this direction's bytes (a client or a server session) into the cache.</summary>
-    public void PrefetchReceiver() => Prefetch.Object(Target?.Receiver, 2);
+    /// <summary>
+    /// Hints the object that receives this direction's bytes (a client or a server session) into the cache, and the
+    /// receiving end's own outbound direction, which carries the answer the delivery usually causes.
+    /// </summary>
+    public void PrefetchReceiver()
+    {
+        var target = Target;
+        if (target is not null)
+        {
+            Prefetch.Object(target.Receiver, 2);
+            Prefetch.Object(target.Outbound, 2);
+        }
+    }
+
+    /// <summary>
+    /// Hints what a send on this direction writes: its path and the tail of its segment queue and byte store. A tail
+    /// past the end of the ring (it wraps) hints a line nothing reads, which is harmless.
+    /// </summary>
+    public void PrefetchForSend()
+    {
+        var (items, head) = _segments.Storage;
+        Prefetch.ElementUnchecked(items, head + _segments.Count);
+        Prefetch.ElementUnchecked(_bytes, _bytesEnd);
+        Prefetch.Object(Path);
+    }
 
     public long DueTicks(in StreamSegment segment) => Math.Max(segment.ReadyTicks, ReleaseFloorTicks);
 
