@@ -38,6 +38,9 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
     private readonly ClientFrameDecoder _decoder;
     private readonly SimSessionStatistics _statistics;
     private readonly WebSocketFrameDecoder? _webSocket;
+
+    // The server's record of this session, held for cache hints only: every frame still goes through the server by id.
+    private readonly ClientSession _session;
     private Payload _receiveBuffer;
     private bool _receiving;
     private bool _receiveEnded;
@@ -62,7 +65,8 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
         _webSocket = transport == SimClientTransport.WebSocket ? new WebSocketFrameDecoder(expectMasked: true, WireProtocol.MaxFrameBytes) : null;
         TransportKind = transport == SimClientTransport.WebSocket ? ClientTransports.WebSocket : ClientTransports.Tcp;
         _receiveBuffer = server.Pool.Rent(ReceiveBufferBytes, "session-receive-buffer");
-        SessionId = server.Connect(this);
+        _session = server.ConnectSession(this);
+        SessionId = _session.SessionId;
         connection.SetReceiver(this);
     }
 
@@ -116,11 +120,28 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
 
     void IPrefetchParts.PrefetchParts(int depth)
     {
-        // What a delivery reads after the session: the decoder and the counters.
-        if (depth == 0)
+        // What a delivery reads after the session, level by level: the decoder, the counters, the receive buffer, the
+        // send queue and the server's session; then the decoder's reader, the buffer's bytes and the session's actor;
+        // then the actor's user object, which the stage's handler reads.
+        switch (depth)
         {
-            Prefetch.Object(_decoder);
-            Prefetch.Object(_statistics);
+            case 0:
+                Prefetch.Object(_decoder);
+                Prefetch.Object(_statistics);
+                Prefetch.Object(_receiveBuffer.Buffer);
+                Prefetch.Object(_sendQueue);
+                Prefetch.Object(_session);
+                break;
+            case 1:
+                Prefetch.Object(_decoder.Reader, 2);
+                Prefetch.Object(_receiveBuffer.Buffer?.Array, 2);
+                Prefetch.Object(_session.Actor);
+                break;
+            case 2:
+                Prefetch.Object(_session.Actor?.User);
+                break;
+            default:
+                break;
         }
     }
 

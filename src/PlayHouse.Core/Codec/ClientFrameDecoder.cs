@@ -17,6 +17,9 @@ public sealed class ClientFrameDecoder : IDisposable
 {
     private readonly FrameReader _reader;
 
+    /// <summary>The frame reader behind this decoder, for a caller that hints it into the cache (the simulator).</summary>
+    internal object Reader => _reader;
+
     /// <param name="pool">Supplies the payload buffers.</param>
     /// <param name="msgIdCache">Shared msg-id strings; null gives the decoder a private cache.</param>
     /// <param name="options">Limits; null uses the protocol maxima.</param>

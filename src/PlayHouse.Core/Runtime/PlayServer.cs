@@ -243,12 +243,15 @@ public sealed class PlayServer : ServerNode
     // ---- Sessions ----
 
     /// <summary>Accepts a client connection and returns its session id, unique on this server whatever the transport (B14).</summary>
-    public long Connect(IClientConnection connection)
+    public long Connect(IClientConnection connection) => ConnectSession(connection).SessionId;
+
+    /// <summary><see cref="Connect"/> returning the session itself, for a transport that keeps it (the simulator hints it into the cache).</summary>
+    internal ClientSession ConnectSession(IClientConnection connection)
     {
         ArgumentNullException.ThrowIfNull(connection);
         using (NodeLock.Enter(_sessionsGate))
         {
-            return _sessions.Open(this, connection).SessionId;
+            return _sessions.Open(this, connection);
         }
     }
 
