@@ -36,21 +36,11 @@ internal static class Prefetch
     }
 
     /// <summary>
-    /// Hints the lines of a small array whose used element depends on a key not known yet: the header and up to
-    /// <paramref name="linesMax"/> lines of elements (null: nothing). Reads the length, so the array's first line
-    /// must have been hinted a stage before (it is, as the object that refers to it was).
+    /// The cache lines of an array of <paramref name="length"/> elements of <typeparamref name="T"/>, its header included,
+    /// at most <paramref name="linesMax"/>: what to hint for a small array whose used element depends on a key not known
+    /// yet. The owner computes it once, so a hint never reads the array's length, the very line it is about to hint.
     /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public static unsafe void Array<T>(T[]? array, int linesMax = 8)
-    {
-        if (!Sse.IsSupported || array is null)
-        {
-            return;
-        }
-
-        var lines = Math.Min(linesMax, 1 + (array.Length * Unsafe.SizeOf<T>() / 64));
-        Object(array, lines);
-    }
+    public static int LinesOf<T>(int length, int linesMax = 8) => Math.Min(linesMax, 1 + ((length * Unsafe.SizeOf<T>()) + 15) / 64);
 
     /// <summary>
     /// Hints the cache line of element <paramref name="index"/> of <paramref name="array"/> (null: nothing) without

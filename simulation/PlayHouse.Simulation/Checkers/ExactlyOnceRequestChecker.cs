@@ -597,6 +597,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
         // Twice the workload's default window of four open requests: every client has a ledger for the whole run
         // (10,000 in the scale run), and a wider window only sends more keys to the overflow map.
         private const int SlotCount = 8;
+        private static readonly int SlotLines = Prefetch.LinesOf<Slot>(SlotCount);
         private readonly Slot[] _slots = new Slot[SlotCount];
 
         // Made on the first collision only: every client has a ledger, and most never need the map.
@@ -605,7 +606,7 @@ public sealed class ExactlyOnceRequestChecker : RuntimeInvariantChecker, INodeCr
 
         public int Count => _slotsUsed + (_overflow?.Count ?? 0);
 
-        public void PrefetchSlots() => Prefetch.Array(_slots);
+        public void PrefetchSlots() => Prefetch.Object(_slots, SlotLines);
 
         /// <summary>The request of <paramref name="key"/>, or a null reference when it is not held.</summary>
         public ref ClientRequest GetValueRefOrNullRef(long key)

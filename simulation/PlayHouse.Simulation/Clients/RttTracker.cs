@@ -32,6 +32,7 @@ public sealed class RttTracker : IRttTracker, IPrefetchParts
     public const int InFlightWindowMax = 32_768;
 
     private readonly Slot[] _slots;
+    private readonly int _slotLines;
     private readonly int _slotMask;
     private readonly LatencyHistogram _measured;
     private PhaseCounters _warmUp;
@@ -55,13 +56,14 @@ public sealed class RttTracker : IRttTracker, IPrefetchParts
         SlotCount = (int)BitOperations.RoundUpToPowerOf2((uint)inFlightWindow) * 2;
         _slotMask = SlotCount - 1;
         _slots = new Slot[SlotCount];
+        _slotLines = Prefetch.LinesOf<Slot>(SlotCount);
     }
 
     void IPrefetchParts.PrefetchParts(int depth)
     {
         if (depth == 0)
         {
-            Prefetch.Array(_slots);
+            Prefetch.Object(_slots, _slotLines);
         }
     }
 
