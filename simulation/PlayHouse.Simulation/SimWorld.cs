@@ -712,15 +712,14 @@ public sealed class SimWorld
                 return;
             }
 
-            var count = Math.Min(slot.Count, entries.Length);
-            for (var i = 0; i < count; i++)
+            for (var i = 0; i < slot.Count; i++)
             {
                 var item = entries[i].Item;
                 if (stage == HintStage.Objects)
                 {
                     Prefetch.Object(item, 3);
                 }
-                else if (item is not null && item.GetType() == typeof(Network.StreamDirection))
+                else if (item.GetType() == typeof(Network.StreamDirection))
                 {
                     var direction = Unsafe.As<Network.StreamDirection>(item);
                     switch (stage)

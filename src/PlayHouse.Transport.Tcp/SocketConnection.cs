@@ -244,12 +244,7 @@ internal abstract class SocketConnection : IThreadPoolWorkItem
         {
             if (_limits.FlushExecutor is { } executor)
             {
-                // Inside a stage turn the send waits for the turn's end, on this thread, so all the turn's replies to
-                // this session leave in one send; elsewhere it is a work item.
-                if (!TurnEnd.TryDefer(this))
-                {
-                    executor.Schedule(this);
-                }
+                TurnEnd.DeferOrSchedule(this, executor);
             }
             else
             {

@@ -226,11 +226,7 @@ internal abstract class StreamConnection : IThreadPoolWorkItem
         {
             if (_limits.FlushExecutor is { } executor)
             {
-                // As on a socket connection: inside a stage turn the send starts at the turn's end, on this thread.
-                if (!TurnEnd.TryDefer(this))
-                {
-                    executor.Schedule(this);
-                }
+                TurnEnd.DeferOrSchedule(this, executor);
             }
             else
             {

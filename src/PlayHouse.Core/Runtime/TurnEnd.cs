@@ -1,3 +1,5 @@
+using PlayHouse.Core.Seams;
+
 namespace PlayHouse.Core.Runtime;
 
 /// <summary>
@@ -37,6 +39,20 @@ public static class TurnEnd
 
         turn.Add(workItem);
         return true;
+    }
+
+    /// <summary>
+    /// Runs <paramref name="workItem"/> when the current turn on this thread ends, or, outside a turn (or past the
+    /// turn's cap), schedules it on <paramref name="executor"/>: a transport's send started by a turn leaves with all the
+    /// turn's frames, on the turn's thread, and one started elsewhere is a work item.
+    /// </summary>
+    public static void DeferOrSchedule(IThreadPoolWorkItem workItem, IExecutor executor)
+    {
+        ArgumentNullException.ThrowIfNull(executor);
+        if (!TryDefer(workItem))
+        {
+            executor.Schedule(workItem);
+        }
     }
 
     /// <summary>Marks the start of a turn on this thread; pair with <see cref="Exit"/>.</summary>

@@ -1,4 +1,5 @@
 using PlayHouse.Core.Runtime;
+using PlayHouse.Core.Seams;
 
 namespace PlayHouse.Core.Tests.Runtime;
 
@@ -180,6 +181,35 @@ public sealed class TurnOnReceiveThreadTests
         Assert.False(TurnEnd.IsInTurn);
         Assert.False(TurnEnd.TryDefer(deferred));
         Assert.Equal(["handler A", "handler B", "deferred", "deferred"], log);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void DeferOrSchedule_WaitsForTheTurnsEndInsideATurn_AndSchedulesOutsideOne()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var client = h.Join(1, accountId: 7);
+        var log = new List<string>();
+        var executor = new ManualExecutor();
+        var scheduledInHandler = -1;
+        h.Stages[1].OnClient = (_, _, _) =>
+        {
+            TurnEnd.DeferOrSchedule(new RecordingWorkItem(log), executor);
+            scheduledInHandler = executor.PendingCount;
+            log.Add("handler");
+            return ValueTask.CompletedTask;
+        };
+
+        client.Send("A", 1, [1]);
+        h.Pump();
+        TurnEnd.DeferOrSchedule(new RecordingWorkItem(log), executor);
+
+        Assert.Equal(0, scheduledInHandler);
+        Assert.Equal(["handler", "deferred"], log);
+        Assert.Equal(1, executor.PendingCount);
+        executor.RunUntilIdle();
+        Assert.Equal(["handler", "deferred", "deferred"], log);
         h.Pool.ThrowIfLeaks();
     }
 
