@@ -59,6 +59,32 @@ public sealed class ListAndBenchTests
     }
 
     [Fact]
+    public void BenchSim_ReportsEventsPerSecondAndTheHopsOfARoundTripOnEachSide()
+    {
+        var result = CliHarness.Run("bench", "sim", "--requests", "400", "--clients", "8", "--warm-up-requests", "0");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+
+        // The bare loop's round trip is exactly three events (arrival, turn, arrival back); the simulation's takes more
+        // (split segments are extra deliveries, and its setup and logins are events too).
+        Assert.Equal("3.000", result.Value("bare.eventsPerRoundTrip"));
+        Assert.True(Number(result, "sim.eventsPerRoundTrip") > 3, result.ToString());
+        foreach (var side in new[] { "sim", "bare" })
+        {
+            var eventsPerSecond = Number(result, $"{side}.eventsPerSecond");
+            Assert.True(eventsPerSecond > Number(result, $"{side}.roundTripsPerSecond"), result.ToString());
+            Assert.Equal(1e9 / eventsPerSecond, Number(result, $"{side}.nanosecondsPerEvent"), 0.1);
+            Assert.True(Number(result, $"{side}.nanosecondsPerRoundTrip") > Number(result, $"{side}.nanosecondsPerEvent"), result.ToString());
+        }
+
+        Assert.Contains(" sim.eventsPerSecond=", result.Value("repeat.1"), StringComparison.Ordinal);
+        Assert.Contains(" bare.eventsPerSecond=", result.Value("repeat.1"), StringComparison.Ordinal);
+    }
+
+    private static double Number(CliResult result, string key) =>
+        double.Parse(result.Value(key) ?? throw new InvalidOperationException($"no {key}\n{result}"), CultureInfo.InvariantCulture);
+
+    [Fact]
     public void BenchSim_NoWarmUp_MeasuresFromTheFirstRunAndANegativeWarmUpIsAUsageError()
     {
         var cold = CliHarness.Run("bench", "sim", "--requests", "80", "--clients", "4", "--warm-up-requests", "0");
