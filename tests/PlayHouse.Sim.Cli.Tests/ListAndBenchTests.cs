@@ -125,6 +125,17 @@ public sealed class ListAndBenchTests
     }
 
     [Fact]
+    public void BenchScale_WarmUpClientsOmitted_WarmsUpWithAQuarterOfTheMeasuredClients()
+    {
+        var result = CliHarness.Run("bench", "scale", "--set", "clients=40", "requestsPerClient=2");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Equal("10", result.Value("warmUp.clients"));
+        Assert.Equal("pass", result.Value("warmUp.outcome"));
+        Assert.Equal("80", result.Value("scale.roundTrips"));
+    }
+
+    [Fact]
     public void BenchScale_NoWarmUpClients_MeasuresTheFirstRunOfTheProcess()
     {
         var result = CliHarness.Run("bench", "scale", "--warm-up-clients", "0", "--set", "clients=30", "requestsPerClient=2");
