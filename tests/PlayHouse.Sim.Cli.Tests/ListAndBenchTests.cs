@@ -177,11 +177,28 @@ public sealed class ListAndBenchTests
         }
 
         Assert.EndsWith("outcome:pass", large, StringComparison.Ordinal);
-        Assert.Equal("20", result.Value("warmUp.clients"));
+
+        // The warm-up is a quarter of the largest point, as a single run's is a quarter of its clients.
+        Assert.Equal("10", result.Value("warmUp.clients"));
         Assert.Equal("pass", result.Value("warmUp.outcome"));
 
         // Only the 10,000 x 100 shape has a budget.
         Assert.Null(result.Value("budget.scaleWallSeconds"));
+    }
+
+    [Fact]
+    public void BenchScale_ClientsListWithWarmUpClients_WarmsUpWithThatCountOrNotAtAll()
+    {
+        var chosen = CliHarness.Run("bench", "scale", "--clients", "20,40", "--warm-up-clients", "3", "--set", "requestsPerClient=2");
+        var cold = CliHarness.Run("bench", "scale", "--clients", "20,40", "--warm-up-clients", "0", "--set", "requestsPerClient=2");
+
+        Assert.True(chosen.ExitCode == 0, chosen.ToString());
+        Assert.Equal("3", chosen.Value("warmUp.clients"));
+        Assert.NotNull(chosen.Value("curve.40"));
+        Assert.True(cold.ExitCode == 0, cold.ToString());
+        Assert.Null(cold.Value("warmUp.clients"));
+        Assert.NotNull(cold.Value("curve.20"));
+        Assert.Contains(" clients=20 ", cold.Lines[0], StringComparison.Ordinal);
     }
 
     [Theory]
