@@ -21,23 +21,8 @@ public sealed record NodeSeams(TimeProvider Time, IExecutor Executor, IRandomSou
 /// <remarks>Thread-safe.</remarks>
 public abstract class ServerNode : IMeshEndpoint, IDisposable
 {
-    private readonly Lock? _inboundGate;
-
-    // The exactly-once ledger: open inbound request ids with the timestamp at which each expires. Ids are
-    // consecutive, so ids below _oldestOpenInboundId are known closed (answered or expired).
-    private readonly Dictionary<long, long> _openInbound = [];
-    private readonly RecentIds _expiredInbound;
-    private long _nextInboundId;
-    private long _oldestOpenInboundId = 1;
-
-    // No open entry expires before this instant (it may be stale-early after replies; a scan makes it exact).
-    private long _earliestInboundDeadline = long.MaxValue;
-
-    // The oldest open entry as the last sweep found it, still open (0: none known). Ids are never reused and a
-    // deadline never changes, so until that id is removed the next sweep that starts there with an earlier clock
-    // would look it up only to stop at it; this skips that lookup. Every removal of the id clears it.
-    private long _knownOpenInboundId;
-    private long _knownOpenInboundDeadline;
+    // The exactly-once ledger of inbound requests (see InboundLedger).
+    private readonly InboundLedger _inbound;
 
     protected ServerNode(string nodeId, NodeSeams seams, ServerOptions? options)
     {
@@ -58,11 +43,10 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             throw new ArgumentException($"Node {nodeId}: ServerOptions.SingleThreaded needs a single-threaded executor, not the ThreadPool executor.", nameof(options));
         }
 
-        _inboundGate = NodeLock.Create(Options);
+        _inbound = new InboundLedger(Options, Counters);
         OffStageContext = new ExecutorSynchronizationContext(Executor);
         Requests = Parts.RequestTable(this);
         ReplyAddressing = Parts.ReplyAddressing?.Invoke(this);
-        _expiredInbound = new RecentIds(Options.RecentCompletionsMax);
         TickAdmission = Parts.TickAdmission(Options);
         SenderIds = Parts.SenderIds(this);
     }
@@ -103,18 +87,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
 
     /// <summary>Inbound requests that a handler has not answered yet and whose requesters' deadlines have not passed.</summary>
     /// <remarks>Reading it first drops the entries that expired (counted in <see cref="ServerCounters.UnansweredRequestsExpired"/>).</remarks>
-    public int UnansweredRequestCount
-    {
-        get
-        {
-            var now = Time.GetTimestamp();
-            using (NodeLock.Enter(_inboundGate))
-            {
-                ExpireInbound(now, scanAll: true);
-                return _openInbound.Count;
-            }
-        }
-    }
+    public int UnansweredRequestCount => _inbound.Count(Time.GetTimestamp());
 
     internal IRequestTable Requests { get; }
 
@@ -256,11 +229,7 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     private bool TryOpenInbound(TimeSpan timeout, long now, out long id, out long deadline)
     {
         deadline = now + TimestampSpan.ToDelta(timeout, Time.TimestampFrequency);
-        using (NodeLock.Enter(_inboundGate))
-        {
-            ExpireInbound(now, scanAll: false);
-            return TryAddInboundLocked(now, deadline, out id);
-        }
+        return _inbound.TryOpen(now, deadline, out id);
     }
 
     /// <summary>
@@ -268,128 +237,12 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
     /// by one (the entries are swept once, as the later ones of a run of opens at one instant would find nothing more to
     /// sweep). A request over the cap is marked <see cref="BatchedFrameState.RefusedByLedger"/> and answered afterwards.
     /// </summary>
-    internal void OpenClientTokens(ClientFrameBatch batch, long now)
-    {
-        var deadline = now + TimestampSpan.ToDelta(Options.RequestTimeout, Time.TimestampFrequency);
-        using (NodeLock.Enter(_inboundGate))
-        {
-            ExpireInbound(now, scanAll: false);
-            for (var i = 0; i < batch.Count; i++)
-            {
-                ref var entry = ref batch[i];
-                if (entry.MsgSeq == 0)
-                {
-                    continue;
-                }
-
-                if (TryAddInboundLocked(now, deadline, out var id))
-                {
-                    entry.InboundId = id;
-                }
-                else
-                {
-                    entry.State = BatchedFrameState.RefusedByLedger;
-                }
-            }
-        }
-    }
+    internal void OpenClientTokens(ClientFrameBatch batch, long now) =>
+        _inbound.OpenBatch(batch, now, now + TimestampSpan.ToDelta(Options.RequestTimeout, Time.TimestampFrequency));
 
     /// <summary>Answers a batched request the ledger refused (<see cref="OpenClientTokens"/>), as <see cref="TryOpenClientToken"/> does at once.</summary>
     internal void RefuseOverLedgerCap(in ClientFrameBatch.Entry entry) =>
         RefuseOverLedgerCap(ReplyToken.ToClient(0, entry.MsgId, entry.Session, entry.MsgSeq, entry.StageId), entry.StageId);
-
-    private bool TryAddInboundLocked(long now, long deadline, out long id)
-    {
-        if (_openInbound.Count >= Options.UnansweredRequestsMax)
-        {
-            ExpireInbound(now, scanAll: true);
-            if (_openInbound.Count >= Options.UnansweredRequestsMax)
-            {
-                id = 0;
-                return false;
-            }
-        }
-
-        id = ++_nextInboundId;
-        _openInbound.Add(id, deadline);
-        if (deadline < _earliestInboundDeadline)
-        {
-            _earliestInboundDeadline = deadline;
-        }
-
-        return true;
-    }
-
-    /// <summary>
-    /// Drops ledger entries whose requesters' deadlines have passed: the requester has timed out, so no reply can
-    /// matter any more. The oldest ids go first in amortised constant time (with one timeout for all requests that is
-    /// every expired entry); <paramref name="scanAll"/> also finds entries with shorter timeouts behind longer ones.
-    /// </summary>
-    /// <remarks>Called under the ledger lock, when a request opens an entry and when the count is read, so it needs no timer.</remarks>
-    private void ExpireInbound(long now, bool scanAll)
-    {
-        long expired = 0;
-        var knownOpenStops = _knownOpenInboundId == _oldestOpenInboundId && _knownOpenInboundDeadline > now;
-        while (!knownOpenStops && _oldestOpenInboundId <= _nextInboundId)
-        {
-            if (_openInbound.TryGetValue(_oldestOpenInboundId, out var deadline))
-            {
-                if (deadline > now)
-                {
-                    _knownOpenInboundId = _oldestOpenInboundId;
-                    _knownOpenInboundDeadline = deadline;
-                    break;
-                }
-
-                _openInbound.Remove(_oldestOpenInboundId);
-                ForgetKnownOpen(_oldestOpenInboundId);
-                _expiredInbound.Add(_oldestOpenInboundId);
-                expired++;
-            }
-
-            _oldestOpenInboundId++;
-        }
-
-        if (scanAll && now >= _earliestInboundDeadline)
-        {
-            var earliest = long.MaxValue;
-            foreach (var (id, deadline) in _openInbound)
-            {
-                if (deadline <= now)
-                {
-                    // Removing the current entry while enumerating a Dictionary is allowed and keeps the enumeration valid.
-                    _openInbound.Remove(id);
-                    ForgetKnownOpen(id);
-                    _expiredInbound.Add(id);
-                    expired++;
-                }
-                else if (deadline < earliest)
-                {
-                    earliest = deadline;
-                }
-            }
-
-            _earliestInboundDeadline = earliest;
-        }
-
-        if (_openInbound.Count == 0)
-        {
-            _earliestInboundDeadline = long.MaxValue;
-        }
-
-        if (expired > 0)
-        {
-            Counters.AddUnansweredRequestsExpired(expired);
-        }
-    }
-
-    private void ForgetKnownOpen(long id)
-    {
-        if (id == _knownOpenInboundId)
-        {
-            _knownOpenInboundId = 0;
-        }
-    }
 
     /// <summary>Sends the one reply a request accepts; a second reply throws and is counted.</summary>
     /// <remarks>
@@ -454,31 +307,13 @@ public abstract class ServerNode : IMeshEndpoint, IDisposable
             return InboundClose.NotRequest;
         }
 
-        var now = nowTimestamp ?? Time.GetTimestamp();
-        using (NodeLock.Enter(_inboundGate))
+        var closed = _inbound.Close(token.InboundId, nowTimestamp ?? Time.GetTimestamp());
+        if (closed == InboundClose.AlreadyAnswered)
         {
-            if (_openInbound.Remove(token.InboundId, out var deadline))
-            {
-                ForgetKnownOpen(token.InboundId);
-                if (deadline > now)
-                {
-                    return InboundClose.Closed;
-                }
-
-                // Past its deadline but not yet swept: expired all the same, so the outcome never depends on a sweep.
-                Counters.AddUnansweredRequestsExpired(1);
-                return InboundClose.Expired;
-            }
-
-            // Taking the id out of the expired set lets exactly one reply through after expiry; another one throws.
-            if (_expiredInbound.Remove(token.InboundId))
-            {
-                return InboundClose.Expired;
-            }
+            Counters.AddSecondReplyAttempt();
         }
 
-        Counters.AddSecondReplyAttempt();
-        return InboundClose.AlreadyAnswered;
+        return closed;
     }
 
     private void RouteReply(in ReplyToken token, string msgId, Payload payload, ushort errorCode, long fromStageId)

@@ -1,0 +1,219 @@
+using PlayHouse.Core.Runtime;
+
+namespace PlayHouse.Core.Tests.Runtime;
+
+/// <summary>
+/// The exactly-once ledger's shards: a request opens in its thread's shard, its id names the shard, and the cap,
+/// the sweeps and the one late reply after expiry hold across shards as they did with one node-wide ledger.
+/// </summary>
+public sealed class InboundLedgerTests
+{
+    private const long Deadline = 1_000;
+
+    [Fact]
+    public void SingleThreadedLedger_HasOneShard_AndNumbersItsIdsOneTwoThree()
+    {
+        var ledger = new InboundLedger(new ServerOptions { SingleThreaded = true }, new ServerCounters());
+
+        var ids = Enumerable.Range(0, 3).Select(_ => ledger.TryOpen(0, Deadline, out var id) ? id : -1).ToArray();
+
+        Assert.Equal(1, ledger.ShardCount);
+        Assert.Equal(new long[] { 1, 2, 3 }, ids);
+    }
+
+    [Fact]
+    public void ThreadSafeLedger_HasAPowerOfTwoShards_AtLeastTwiceTheProcessors()
+    {
+        var ledger = new InboundLedger(new ServerOptions(), new ServerCounters());
+
+        Assert.True(ledger.ShardCount >= Math.Min(64, 2 * Environment.ProcessorCount), $"{ledger.ShardCount} shards");
+        Assert.Equal(0, ledger.ShardCount & (ledger.ShardCount - 1));
+    }
+
+    [Fact]
+    public void IdsOfDifferentShards_NameTheirShard_AndEachClosesExactlyOnce()
+    {
+        var counters = new ServerCounters();
+        var ledger = new InboundLedger(new ServerOptions(), counters);
+        var opened = new List<long>();
+        for (var shard = 0; shard < ledger.ShardCount; shard++)
+        {
+            for (var i = 0; i < 3; i++)
+            {
+                Assert.True(ledger.TryOpen(0, Deadline, shard, out var id));
+                Assert.Equal(shard, ledger.ShardOf(id));
+                opened.Add(id);
+            }
+        }
+
+        var first = opened.Select(id => ledger.Close(id, now: 10)).ToList();
+        var second = opened.Select(id => ledger.Close(id, now: 10)).ToList();
+
+        Assert.Equal(opened.Count, opened.Distinct().Count());
+        Assert.All(first, closed => Assert.Equal(InboundClose.Closed, closed));
+        Assert.All(second, closed => Assert.Equal(InboundClose.AlreadyAnswered, closed));
+        Assert.Equal(0, ledger.Count(now: 10));
+        Assert.Equal(0, counters.UnansweredRequestsExpired);
+    }
+
+    [Fact]
+    public void CapIsNodeWide_ARequestOverItIsRefusedWhicheverShardItOpensIn()
+    {
+        var ledger = new InboundLedger(new ServerOptions { UnansweredRequestsMax = 10 }, new ServerCounters());
+        var share = 10 / ledger.ShardCount;
+
+        // The first shard fills past its share; the others take the rest of the cap.
+        var admitted = 0;
+        for (var i = 0; i < 10; i++)
+        {
+            admitted += ledger.TryOpen(0, Deadline, i < share + 2 ? 0 : 1, out _) ? 1 : 0;
+        }
+
+        var overCapInFirst = ledger.TryOpen(0, Deadline, 0, out var refusedId);
+        var overCapInLast = ledger.TryOpen(0, Deadline, ledger.ShardCount - 1, out _);
+
+        Assert.Equal(10, admitted);
+        Assert.False(overCapInFirst);
+        Assert.Equal(0, refusedId);
+        Assert.False(overCapInLast);
+        Assert.Equal(10, ledger.Count(now: 0));
+    }
+
+    [Theory]
+    [InlineData(1)]
+    [InlineData(2)]
+    [InlineData(3)]
+    [InlineData(4)]
+    [InlineData(5)]
+    public void OnOneThread_OpensAndClosesInAnyShards_AreRefusedExactlyWhenTheCapIsFull(int seed)
+    {
+        var random = new Random(seed);
+        for (var round = 0; round < 20; round++)
+        {
+            var cap = random.Next(1, 40);
+            var ledger = new InboundLedger(new ServerOptions { UnansweredRequestsMax = cap }, new ServerCounters());
+            var open = new List<long>();
+            for (var step = 0; step < 2_000; step++)
+            {
+                if (open.Count > 0 && random.Next(3) == 0)
+                {
+                    var at = random.Next(open.Count);
+                    Assert.Equal(InboundClose.Closed, ledger.Close(open[at], 0));
+                    open.RemoveAt(at);
+                    continue;
+                }
+
+                var admitted = ledger.TryOpen(0, long.MaxValue, random.Next(ledger.ShardCount), out var id);
+                Assert.True(admitted == open.Count < cap, $"seed {seed} round {round} step {step}: cap {cap}, {open.Count} open, admitted {admitted}");
+                if (admitted)
+                {
+                    open.Add(id);
+                }
+            }
+
+            Assert.Equal(open.Count, ledger.Count(now: 0));
+        }
+    }
+
+    [Fact]
+    public void AtTheCap_ExpiredEntriesOfAnIdleShard_AreSweptBeforeARefusal()
+    {
+        var counters = new ServerCounters();
+        var ledger = new InboundLedger(new ServerOptions { UnansweredRequestsMax = 4 }, counters);
+        for (var i = 0; i < 4; i++)
+        {
+            Assert.True(ledger.TryOpen(0, Deadline, 0, out _));
+        }
+
+        // Shard 0 never opens again; its four entries expired, so the cap has room for another shard's request.
+        var opened = ledger.TryOpen(Deadline, Deadline + 500, ledger.ShardCount - 1, out var id);
+
+        Assert.True(opened);
+        Assert.Equal(ledger.ShardCount - 1, ledger.ShardOf(id));
+        Assert.Equal(4, counters.UnansweredRequestsExpired);
+        Assert.Equal(1, ledger.Count(now: Deadline));
+    }
+
+    [Fact]
+    public void ReplyAfterItsEntryWasSwept_GoesThroughOnce_InTheShardThatOpenedIt()
+    {
+        var counters = new ServerCounters();
+        var ledger = new InboundLedger(new ServerOptions(), counters);
+        var shard = ledger.ShardCount - 1;
+        Assert.True(ledger.TryOpen(0, Deadline, shard, out var first));
+        Assert.True(ledger.TryOpen(0, Deadline, shard, out var second));
+        Assert.True(ledger.TryOpen(Deadline, 2 * Deadline, 0, out _));
+
+        // A count sweeps every shard: both entries of the last shard expired, the one in shard 0 has not.
+        var open = ledger.Count(now: Deadline);
+        var firstReplies = (ledger.Close(first, Deadline), ledger.Close(first, Deadline));
+        var secondReply = ledger.Close(second, Deadline);
+
+        Assert.Equal(1, open);
+        Assert.Equal((InboundClose.Expired, InboundClose.AlreadyAnswered), firstReplies);
+        Assert.Equal(InboundClose.Expired, secondReply);
+        Assert.Equal(2, counters.UnansweredRequestsExpired);
+    }
+
+    [Fact]
+    public void ReplyPastItsDeadline_BeforeAnySweep_IsExpiredAndCounted()
+    {
+        var counters = new ServerCounters();
+        var ledger = new InboundLedger(new ServerOptions(), counters);
+        Assert.True(ledger.TryOpen(0, Deadline, 1 % ledger.ShardCount, out var id));
+
+        var closed = ledger.Close(id, Deadline);
+
+        Assert.Equal(InboundClose.Expired, closed);
+        Assert.Equal(1, counters.UnansweredRequestsExpired);
+        Assert.Equal(InboundClose.AlreadyAnswered, ledger.Close(id, Deadline));
+    }
+
+    [Fact]
+    public async Task ThreadsOpeningAndClosingAtOnce_CloseEveryRequestExactlyOnce()
+    {
+        const int threads = 4;
+        const int requestsPerThread = 20_000;
+        var counters = new ServerCounters();
+        var ledger = new InboundLedger(new ServerOptions(), counters);
+        var ids = new long[threads][];
+        using var start = new Barrier(threads);
+
+        // Each thread opens in its own shard and closes half its requests itself and half of its neighbour's, so
+        // closes cross shards while other threads open in them.
+        var workers = Enumerable.Range(0, threads).Select(t => Task.Factory.StartNew(
+            () =>
+            {
+                var mine = new long[requestsPerThread];
+                start.SignalAndWait();
+                for (var i = 0; i < requestsPerThread; i++)
+                {
+                    Assert.True(ledger.TryOpen(0, long.MaxValue, out mine[i]));
+                }
+
+                ids[t] = mine;
+            },
+            TaskCreationOptions.LongRunning)).ToArray();
+        await Task.WhenAll(workers);
+
+        var closers = Enumerable.Range(0, threads).Select(t => Task.Factory.StartNew(
+            () =>
+            {
+                var outcomes = new List<InboundClose>();
+                start.SignalAndWait();
+                foreach (var id in ids[t].Where((_, i) => i % 2 == 0).Concat(ids[(t + 1) % threads].Where((_, i) => i % 2 == 1)))
+                {
+                    outcomes.Add(ledger.Close(id, 0));
+                }
+
+                return outcomes;
+            },
+            TaskCreationOptions.LongRunning)).ToArray();
+        var closed = (await Task.WhenAll(closers)).SelectMany(o => o).ToList();
+
+        Assert.Equal(threads * requestsPerThread, ids.SelectMany(i => i).Distinct().Count());
+        Assert.Equal(threads * requestsPerThread, closed.Count(c => c == InboundClose.Closed));
+        Assert.Equal(0, ledger.Count(now: 0));
+        Assert.Equal(0, counters.SecondReplyAttempts + counters.UnansweredRequestsExpired);
+    }
+}
