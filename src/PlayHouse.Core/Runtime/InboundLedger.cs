@@ -12,8 +12,8 @@ namespace PlayHouse.Core.Runtime;
 /// <para>Thread-safe. The ledger is split into shards, each with its own lock, entries and ids, and a request opens in
 /// the shard of the thread that opens it. A node whose turns run on several threads used to take one node-wide lock
 /// and touch one dictionary per request and per reply; with both cores of a 2-core machine running turns, those cache
-/// lines moved between the cores at every message, which cost the TCP echo about a seventh of its throughput when the
-/// host made moving a line dear. A request's id names its shard (the low bits), so its reply finds the shard from any
+/// lines moved between the cores at every message, which cost the TCP echo 8% of its throughput on a host where moving
+/// a line between cores is dear (docs/performance.md). A request's id names its shard (the low bits), so its reply finds the shard from any
 /// thread. A single-threaded node has one shard, whose ids are 1, 2, 3 and so on.</para>
 /// <para>The cap is node-wide. Each shard has a share of it (the cap over the shards) and opens within its share without
 /// looking at the others; beyond its share, or once the ledger as a whole is near the cap, an open adds up every
@@ -49,6 +49,7 @@ internal sealed class InboundLedger
         _shardBits = BitOperations.Log2((uint)shardCount);
         _shardMask = shardCount - 1;
         _openMax = options.UnansweredRequestsMax;
+
         // The shares never add up to more than the cap (a cap below the shard count leaves every share at 0, so every
         // open sums).
         _shardShare = _openMax / shardCount;
