@@ -1,3 +1,4 @@
+using PlayHouse.Core.Collections;
 using PlayHouse.Core.Pooling;
 
 namespace PlayHouse.Core.Runtime;
@@ -30,7 +31,10 @@ public sealed class PlayServer : ServerNode
     private int _stagesHighWater;
     private int _actors;
     private int _actorsHighWater;
+    // Single-threaded: a plain count. Otherwise a count per thread, summed when read: one node-wide interlocked count,
+    // written twice per message by every thread that runs turns, moved its cache line between the cores each time.
     private int _handlersInProgress;
+    private readonly StartEndCount? _handlerCounts;
 
     // Read per frame and per handler: copied from the options and parts once.
     private readonly bool _singleThreaded;
@@ -50,6 +54,7 @@ public sealed class PlayServer : ServerNode
         _stageIds = Parts.StageIds(this);
         _isStageIdTaken = id => _stages.TryGet(id, out _);
         _singleThreaded = Options.SingleThreaded;
+        _handlerCounts = _singleThreaded ? null : new StartEndCount(2 * Environment.ProcessorCount);
         _frameGate = Parts.ClientFrameGate;
         _sessionLookupsWithoutLock = _sessions.ConcurrentLookups;
         ClientPushes = Parts.ClientPushes;
@@ -118,7 +123,21 @@ public sealed class PlayServer : ServerNode
     /// graceful shutdown drains this with the mailboxes, so it never stops a node under a handler that has not
     /// finished (PlayHouse's pending count dropped when the handler's call returned at its first await, B16).
     /// </summary>
-    public int HandlersInProgress => Volatile.Read(ref _handlersInProgress);
+    /// <exception cref="InvalidOperationException">More handlers ended than started (a handler-completion part ended one twice).</exception>
+    public int HandlersInProgress
+    {
+        get
+        {
+            if (_handlerCounts is null)
+            {
+                return Volatile.Read(ref _handlersInProgress);
+            }
+
+            // Never below the true count at the read's start (see StartEndCount), so never negative unless ends outnumber starts.
+            var inProgress = _handlerCounts.InProgress;
+            return inProgress >= 0 ? (int)Math.Min(inProgress, int.MaxValue) : throw MoreEndedThanStarted();
+        }
+    }
 
     /// <summary>
     /// True when this server holds no work in progress: no handler started and not ended (awaits included), no message
@@ -679,25 +698,33 @@ public sealed class PlayServer : ServerNode
     /// <summary>A stage handler starts (called on the stage's turn, before its call).</summary>
     internal void OnHandlerStarted()
     {
-        if (_singleThreaded)
+        if (_handlerCounts is null)
         {
             _handlersInProgress++;
         }
         else
         {
-            Interlocked.Increment(ref _handlersInProgress);
+            _handlerCounts.Start();
         }
     }
 
     /// <summary>A stage handler's work, awaits included, ended (called by the handler-completion part).</summary>
+    /// <remarks>With threads, an end without a start is found when the count is next read, not here.</remarks>
     internal void OnHandlerEnded()
     {
-        var left = _singleThreaded ? --_handlersInProgress : Interlocked.Decrement(ref _handlersInProgress);
-        if (left < 0)
+        if (_handlerCounts is not null)
         {
-            throw new InvalidOperationException($"Node {NodeId}: more stage handlers ended than started.");
+            _handlerCounts.End();
+            return;
+        }
+
+        if (--_handlersInProgress < 0)
+        {
+            throw MoreEndedThanStarted();
         }
     }
+
+    private InvalidOperationException MoreEndedThanStarted() => new($"Node {NodeId}: more stage handlers ended than started.");
 
     internal long NextActorInstance() => Interlocked.Increment(ref _nextActorInstance);
 
