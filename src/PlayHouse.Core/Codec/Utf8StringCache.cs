@@ -2,6 +2,7 @@ using System.Buffers.Binary;
 using System.Diagnostics.CodeAnalysis;
 using System.Text;
 using System.Text.Unicode;
+using PlayHouse.Core.Collections;
 using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Core.Codec;
@@ -36,7 +37,10 @@ public sealed class Utf8StringCache
     private readonly Lock? _gate;
     private int _count;
     private int _clockHand;
+    // Hits are counted per lookup on every connection's thread: single-threaded a plain count, otherwise per thread, so
+    // that no line of the cache is written by every thread at every frame (docs/performance.md).
     private long _hits;
+    private readonly StripedCounter? _threadHits;
     private long _misses;
     private long _evictions;
     private long _bypasses;
@@ -63,6 +67,7 @@ public sealed class Utf8StringCache
         MaxKeyBytes = maxKeyBytes;
         _hasher = hasher;
         _gate = singleThreaded ? null : new Lock();
+        _threadHits = singleThreaded ? null : new StripedCounter(2 * Environment.ProcessorCount);
         _entries = new Entry[capacity];
 
         // Twice as many buckets as entries keeps chains short at full capacity; a power of two makes the index a mask.
@@ -107,7 +112,7 @@ public sealed class Utf8StringCache
             var candidate = Volatile.Read(ref _entries[hinted].Node);
             if (candidate is not null && utf8.SequenceEqual(candidate.Key))
             {
-                candidate.Referenced = true;
+                candidate.MarkReferenced();
                 CountHit();
                 value = candidate.Value;
                 return true;
@@ -136,7 +141,7 @@ public sealed class Utf8StringCache
                 ref var entry = ref _entries[i];
                 if (entry.Hash == hash && utf8.SequenceEqual(entry.Node!.Key))
                 {
-                    entry.Node.Referenced = true;
+                    entry.Node.MarkReferenced();
                     CountHit();
                     value = entry.Node.Value;
                     slot = i;
@@ -179,7 +184,7 @@ public sealed class Utf8StringCache
     {
         using (NodeLock.Enter(_gate))
         {
-            return new Utf8StringCacheStatistics(Volatile.Read(ref _hits), _misses, _evictions, _bypasses, _invalidInputs, _count, Capacity);
+            return new Utf8StringCacheStatistics(_threadHits?.Value ?? _hits, _misses, _evictions, _bypasses, _invalidInputs, _count, Capacity);
         }
     }
 
@@ -277,13 +282,13 @@ public sealed class Utf8StringCache
     /// <summary>Counts a hit: lookups on the hinted entry count it without the lock, so it is atomic on real threads.</summary>
     private void CountHit()
     {
-        if (_gate is null)
+        if (_threadHits is null)
         {
             _hits++;
         }
         else
         {
-            Interlocked.Increment(ref _hits);
+            _threadHits.Increment();
         }
     }
 
@@ -305,6 +310,18 @@ public sealed class Utf8StringCache
 
         /// <summary>The CLOCK hit bit. Set without the lock by hinted hits: a lost or late set only changes which entry is evicted.</summary>
         public bool Referenced { get; set; }
+
+        /// <summary>
+        /// Sets the hit bit unless it is set: a hot id's node is read by every connection at every frame, and storing the
+        /// same value again would still take its cache line from the other cores.
+        /// </summary>
+        public void MarkReferenced()
+        {
+            if (!Referenced)
+            {
+                Referenced = true;
+            }
+        }
     }
 }
 
