@@ -3,6 +3,7 @@ using System.Diagnostics.CodeAnalysis;
 using System.Text;
 using System.Text.Unicode;
 using PlayHouse.Core.Collections;
+using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Core.Codec;
@@ -67,7 +68,7 @@ public sealed class Utf8StringCache
         MaxKeyBytes = maxKeyBytes;
         _hasher = hasher;
         _gate = singleThreaded ? null : new Lock();
-        _threadHits = singleThreaded ? null : new StripedCounter(2 * Environment.ProcessorCount);
+        _threadHits = singleThreaded ? null : new StripedCounter(ThreadSlots.StripesPerMachine);
         _entries = new Entry[capacity];
 
         // Twice as many buckets as entries keeps chains short at full capacity; a power of two makes the index a mask.

@@ -27,6 +27,13 @@ internal static class ThreadSlots
     [ThreadStatic]
     private static Lease? _lease;
 
+    /// <summary>
+    /// How many per-thread stripes a structure striped by these indexes keeps on this machine: twice the processors, so
+    /// the usual few thread-pool threads per processor seldom share one; a power of two, so an index masks to a stripe;
+    /// at most 64.
+    /// </summary>
+    public static int StripesPerMachine { get; } = (int)System.Numerics.BitOperations.RoundUpToPowerOf2((uint)Math.Clamp(2 * Environment.ProcessorCount, 2, 64));
+
     /// <summary>The calling thread's index, or -1 when it has none yet (see <see cref="AssignCurrent"/>).</summary>
     public static int CurrentOrMinusOne => _currentIndexPlusOne - 1;
 

@@ -25,8 +25,6 @@ namespace PlayHouse.Core.Runtime;
 /// </remarks>
 internal sealed class InboundLedger
 {
-    private const int ShardsMax = 64;
-
     private readonly Shard[] _shards;
     private readonly int _shardBits;
     private readonly long _shardMask;
@@ -44,8 +42,7 @@ internal sealed class InboundLedger
         ArgumentNullException.ThrowIfNull(options);
         ArgumentNullException.ThrowIfNull(counters);
 
-        // Twice the processors, so that the usual few thread-pool threads per processor seldom share a shard.
-        var shardCount = options.SingleThreaded ? 1 : (int)BitOperations.RoundUpToPowerOf2((uint)Math.Clamp(2 * Environment.ProcessorCount, 2, ShardsMax));
+        var shardCount = options.SingleThreaded ? 1 : ThreadSlots.StripesPerMachine;
         _shardBits = BitOperations.Log2((uint)shardCount);
         _shardMask = shardCount - 1;
         _openMax = options.UnansweredRequestsMax;

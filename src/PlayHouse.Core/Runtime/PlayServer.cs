@@ -54,7 +54,7 @@ public sealed class PlayServer : ServerNode
         _stageIds = Parts.StageIds(this);
         _isStageIdTaken = id => _stages.TryGet(id, out _);
         _singleThreaded = Options.SingleThreaded;
-        _handlerCounts = _singleThreaded ? null : new StartEndCount(2 * Environment.ProcessorCount);
+        _handlerCounts = _singleThreaded ? null : new StartEndCount(ThreadSlots.StripesPerMachine);
         _frameGate = Parts.ClientFrameGate;
         _sessionLookupsWithoutLock = _sessions.ConcurrentLookups;
         ClientPushes = Parts.ClientPushes;
