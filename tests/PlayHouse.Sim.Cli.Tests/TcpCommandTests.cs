@@ -135,6 +135,9 @@ public sealed class TcpCommandTests
     [InlineData("--compress-above-bytes must be 0 (never compress) or a payload size", "serve", "--compress-above-bytes", "-1")]
     [InlineData("even", "bench", "tcp", "--repeats", "3")]
     [InlineData("--connections", "bench", "tcp", "--connections", "0")]
+    [InlineData("even", "bench", "churn", "--repeats", "3")]
+    [InlineData("--parallel", "bench", "churn", "--parallel", "16,x")]
+    [InlineData("--duration-ms", "bench", "churn", "--duration-ms", "0")]
     public void TcpCommands_BadInput_Exit64WithOneLineNamingTheProblem(string named, params string[] args)
     {
         var result = CliHarness.Run(args);
@@ -294,6 +297,28 @@ public sealed class TcpCommandTests
         Assert.StartsWith("order:core,raw ", result.Value("repeat.1"), StringComparison.Ordinal);
         Assert.StartsWith("order:raw,core ", result.Value("repeat.2"), StringComparison.Ordinal);
         Assert.Contains("target >= 0.8", result.Value("budget.ratio"), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void BenchChurn_TinyRun_PrintsEachLevelsRatesRatioAndFailuresAndPasses()
+    {
+        var result = CliHarness.Run("bench", "churn", "--parallel", "1,2", "--repeats", "2", "--duration-ms", "100", "--warm-up-ms", "20");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Equal("bench churn parallel=1,2 payload-bytes=64 repeats=2 duration-ms=100 warm-up-ms=20", result.Lines[0]);
+        foreach (var level in new[] { "1", "2" })
+        {
+            foreach (var key in new[] { "core.cyclesPerSecond", "raw.cyclesPerSecond", "ratio.median", "core.cpuMicrosecondsPerCycle", "raw.cpuMicrosecondsPerCycle" })
+            {
+                Assert.True(double.Parse(result.Value($"churn.{level}.{key}") ?? "0", CultureInfo.InvariantCulture) > 0, $"churn.{level}.{key}\n{result}");
+            }
+
+            Assert.Equal("core:0 raw:0", result.Value($"churn.{level}.failedCycles"));
+            Assert.StartsWith("order:core,raw ", result.Value($"repeat.{level}.1"), StringComparison.Ordinal);
+            Assert.StartsWith("order:raw,core ", result.Value($"repeat.{level}.2"), StringComparison.Ordinal);
+        }
+
+        Assert.Equal("pass", result.Value("outcome"));
     }
 
     [Fact]
