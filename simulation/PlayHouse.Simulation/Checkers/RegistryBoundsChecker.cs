@@ -7,7 +7,9 @@ namespace PlayHouse.Simulation.Checkers;
 /// The play servers' registries stay bounded, as their <see cref="ServerOptions"/> promise: no more live stages than
 /// <see cref="ServerOptions.StagesMax"/>, no stage with more actors than <see cref="ServerOptions.ActorsPerStageMax"/>,
 /// no disconnected actor held longer than <see cref="ServerOptions.DisconnectedActorExpiry"/> (plus a grace for a
-/// stage busy with a long handler) unless its account reconnected, and no stage left empty and inactive longer than
+/// stage busy with a long handler) unless its account reconnected, no more disconnected actors held across the server
+/// than <see cref="ServerOptions.DisconnectedActorsMax"/> for longer than the grace (an eviction is a message to the
+/// actor's stage, so the count may pass the cap until it comes up), and no stage left empty and inactive longer than
 /// <see cref="ServerOptions.IdleStageCloseAfter"/> plus the grace. Judged from lifecycle and handler hooks as events
 /// happen and after every step (the earliest deadline only, so a step costs a heap peek); at quiescence, where nothing
 /// is scheduled any more, a disconnected actor or an idle stage still held is one that would be held forever.
@@ -29,7 +31,13 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
     private readonly Dictionary<(string NodeId, long ActorInstance), ActorState> _actors = [];
     private readonly PriorityQueue<Deadline, (long Ticks, long Sequence)> _actorDeadlines = new();
     private readonly PriorityQueue<Deadline, (long Ticks, long Sequence)> _stageDeadlines = new();
+    private readonly Dictionary<string, int> _waiting = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, long> _overCapSince = new(StringComparer.Ordinal);
     private long _sequence;
+
+    // One counter for every stage's generations, so a stage closed and created again under its id never matches a
+    // deadline of its predecessor.
+    private long _generations;
 
     public RegistryBoundsChecker(CheckerContext context, TimeSpan grace)
         : base(CheckerName, context)
@@ -91,6 +99,7 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
                     {
                         actor.DisconnectedSinceTicks = now;
                         actor.Generation++;
+                        SetWaiting(nodeId, actor, true, options, now);
                         if (options.DisconnectedActorExpiry is { } expiry)
                         {
                             _actorDeadlines.Enqueue(new Deadline(nodeId, stageId, actorInstance, actor.Generation), (now + expiry.Ticks + _grace.Ticks, _sequence++));
@@ -102,11 +111,17 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
                     if (_actors.TryGetValue((nodeId, actorInstance), out var reconnected))
                     {
                         reconnected.DisconnectedSinceTicks = -1;
+                        SetWaiting(nodeId, reconnected, false, options, now);
                     }
 
                     break;
                 case LifecycleEvent.ActorDestroy:
-                    if (_actors.Remove((nodeId, actorInstance), out _) && _stages.TryGetValue((nodeId, stageId), out var stage))
+                    if (_actors.Remove((nodeId, actorInstance), out var destroyed))
+                    {
+                        SetWaiting(nodeId, destroyed, false, options, now);
+                    }
+
+                    if (destroyed is not null && _stages.TryGetValue((nodeId, stageId), out var stage))
                     {
                         stage.Actors--;
                         if (stage.Actors == 0)
@@ -124,7 +139,7 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
 
     public override void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId)
     {
-        if (kind == StageWorkKind.Housekeeping)
+        if (kind is StageWorkKind.Housekeeping or StageWorkKind.EvictDisconnected)
         {
             return;
         }
@@ -154,13 +169,18 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
                 }
             }
 
+            if (_overCapSince.Count > 0)
+            {
+                CheckWaitingCap(now);
+            }
+
             while (_stageDeadlines.TryPeek(out var due, out var key) && key.Ticks < now)
             {
                 _stageDeadlines.Dequeue();
                 if (_stages.TryGetValue((due.NodeId, due.StageId), out var stage) && stage.Actors == 0 && stage.Generation == due.Generation)
                 {
                     Log.Record(string.Create(CultureInfo.InvariantCulture, $"stage {due.NodeId}/{due.StageId}: empty and inactive since {Seconds(stage.EmptySinceTicks)} and still open at {Seconds(now)}, past its idle close of {Seconds(_options[due.NodeId].IdleStageCloseAfter!.Value.Ticks)} (grace {Seconds(_grace.Ticks)})"));
-                    stage.Generation++;
+                    stage.Generation = ++_generations;
                 }
             }
         }
@@ -185,7 +205,7 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
                 if (stage.Actors == 0 && _options[nodeId].IdleStageCloseAfter is not null)
                 {
                     Log.Record(string.Create(CultureInfo.InvariantCulture, $"stage {nodeId}/{stageId}: empty since {Seconds(stage.EmptySinceTicks)} and still open when the world went quiet; nothing will close it"));
-                    stage.Generation++;
+                    stage.Generation = ++_generations;
                 }
             }
         }
@@ -205,7 +225,44 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
                 _actors.Remove(key);
             }
 
+            _waiting.Remove(nodeId);
+            _overCapSince.Remove(nodeId);
+
             _liveStages[nodeId] = 0;
+        }
+    }
+
+    /// <summary>Counts <paramref name="actor"/> in or out of its server's waiting actors and notes when the count passes the cap.</summary>
+    private void SetWaiting(string nodeId, ActorState actor, bool waiting, ServerOptions options, long now)
+    {
+        if (actor.Waiting == waiting)
+        {
+            return;
+        }
+
+        actor.Waiting = waiting;
+        var count = _waiting[nodeId] = _waiting.GetValueOrDefault(nodeId) + (waiting ? 1 : -1);
+        if (count <= options.DisconnectedActorsMax)
+        {
+            _overCapSince.Remove(nodeId);
+        }
+        else
+        {
+            _overCapSince.TryAdd(nodeId, now);
+        }
+    }
+
+    private void CheckWaitingCap(long now)
+    {
+        foreach (var (nodeId, since) in _overCapSince.OrderBy(n => n.Key, StringComparer.Ordinal).ToList())
+        {
+            if (now - since > _grace.Ticks)
+            {
+                Log.Record(string.Create(CultureInfo.InvariantCulture, $"node {nodeId}: {_waiting[nodeId]} disconnected actors held at {Seconds(now)}, over DisconnectedActorsMax={_options[nodeId].DisconnectedActorsMax} since {Seconds(since)} (grace {Seconds(_grace.Ticks)})"));
+
+                // Once per grace span, however long it stays over.
+                _overCapSince[nodeId] = now;
+            }
         }
     }
 
@@ -231,7 +288,7 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
         }
 
         stage.Actors++;
-        stage.Generation++;
+        stage.Generation = ++_generations;
         if (stage.Actors > options.ActorsPerStageMax)
         {
             Log.Record(string.Create(CultureInfo.InvariantCulture, $"stage {nodeId}/{stageId}: {stage.Actors} actors after account {accountId} joined at {Seconds(now)}, over ActorsPerStageMax={options.ActorsPerStageMax}"));
@@ -241,7 +298,7 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
     private void BecameEmpty(string nodeId, long stageId, StageState stage, ServerOptions options, long now)
     {
         stage.EmptySinceTicks = now;
-        stage.Generation++;
+        stage.Generation = ++_generations;
         if (options.IdleStageCloseAfter is { } idle)
         {
             _stageDeadlines.Enqueue(new Deadline(nodeId, stageId, 0, stage.Generation), (now + idle.Ticks + _grace.Ticks, _sequence++));
@@ -265,5 +322,6 @@ public sealed class RegistryBoundsChecker : RuntimeInvariantChecker, INodeCrashA
         public long StageId;
         public long DisconnectedSinceTicks = -1;
         public long Generation;
+        public bool Waiting;
     }
 }

@@ -20,6 +20,9 @@ internal sealed class ActorHost(StageHost stage, long instance) : IActorLink
     /// <summary>How many times the stage handled this actor's disconnect; an expiry entry of an earlier one is stale.</summary>
     public long DisconnectGeneration { get; set; }
 
+    /// <summary>This actor's entry in the server's ledger of waiting actors while it is disconnected; null while connected.</summary>
+    public WaitingActor? Wait { get; set; }
+
     /// <summary>True once OnDestroy was called (or is about to be), so it never runs twice.</summary>
     public bool IsDestroyed { get; set; }
 

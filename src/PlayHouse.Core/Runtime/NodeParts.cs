@@ -23,6 +23,9 @@ public sealed record NodeParts
     /// <summary>Makes the table of a stage's disconnected actors, from which they expire (<see cref="ServerOptions.DisconnectedActorExpiry"/>).</summary>
     internal Func<StageHost, IDisconnectedActorTable> DisconnectedActors { get; init; } = static _ => new DisconnectedActorQueue();
 
+    /// <summary>Makes the ledger of each play server's disconnected actors, which keeps them within <see cref="ServerOptions.DisconnectedActorsMax"/>.</summary>
+    internal Func<ServerOptions, IDisconnectedActorLedger> DisconnectedActorLedger { get; init; } = static options => new CappedDisconnectedActorLedger(options);
+
     /// <summary>Makes the allocator of stage ids for creates that name none, one per play server (B16).</summary>
     internal Func<PlayServer, IStageIdAllocator> StageIds { get; init; } = static _ => new SequentialStageIds();
 

@@ -58,6 +58,7 @@ public sealed class PlayServer : ServerNode
         _frameGate = Parts.ClientFrameGate;
         _sessionLookupsWithoutLock = _sessions.ConcurrentLookups;
         ClientPushes = Parts.ClientPushes;
+        WaitingActors = Parts.DisconnectedActorLedger(Options);
         _clientQueueTimeDelta = Options.ClientMessageQueueTimeMax is { } queueTimeMax ? Math.Max(1, TimestampSpan.ToDelta(queueTimeMax, Time.TimestampFrequency)) : 0;
     }
 
@@ -88,6 +89,15 @@ public sealed class PlayServer : ServerNode
 
     /// <summary>The most actors this server's stages held at once.</summary>
     public int ActorsHighWater => Volatile.Read(ref _actorsHighWater);
+
+    /// <summary>Disconnected actors waiting for their accounts now, across the stages (at most <see cref="ServerOptions.DisconnectedActorsMax"/>).</summary>
+    public int DisconnectedActorCount => WaitingActors.Count;
+
+    /// <summary>The most disconnected actors that waited at once.</summary>
+    public int DisconnectedActorsHighWater => WaitingActors.HighWater;
+
+    /// <summary>The ledger of disconnected actors waiting for their accounts, across this server's stages.</summary>
+    internal IDisconnectedActorLedger WaitingActors { get; }
 
     /// <summary>The most stages this server held at once.</summary>
     public int StagesHighWater
@@ -784,12 +794,24 @@ public sealed class PlayServer : ServerNode
             actor.Session = session;
         }
 
+        EndWait(actor);
+
         if (replaced is not null)
         {
             CloseSession(replaced, $"account {actor.AccountId} logged in on session {session.SessionId}");
         }
 
         return true;
+    }
+
+    /// <summary>The actor no longer waits for its account (it is bound again or gone); called from its stage's turn.</summary>
+    internal void EndWait(ActorHost actor)
+    {
+        if (actor.Wait is { } wait)
+        {
+            actor.Wait = null;
+            WaitingActors.End(wait);
+        }
     }
 
     internal void OnJoinFailed(ClientSession session)

@@ -41,6 +41,9 @@ public enum StageWorkKind
 
     /// <summary>Expires disconnected actors whose time is up and closes the stage when it stayed idle too long.</summary>
     Housekeeping,
+
+    /// <summary>Destroys a disconnected actor early, to keep the server within its cap of waiting actors.</summary>
+    EvictDisconnected,
 }
 
 /// <summary>

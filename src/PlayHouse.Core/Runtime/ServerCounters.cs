@@ -37,6 +37,7 @@ public sealed class ServerCounters
     private long _stagesRefusedAtCap;
     private long _joinsRefusedAtCap;
     private long _disconnectedActorsExpired;
+    private long _disconnectedActorsEvictedAtCap;
     private long _idleStagesClosed;
     private long _requestsExpiredInMailbox;
     private long _sendsExpiredInMailbox;
@@ -116,6 +117,9 @@ public sealed class ServerCounters
     /// <summary>Disconnected actors destroyed because their account did not reconnect within <see cref="ServerOptions.DisconnectedActorExpiry"/>.</summary>
     public long DisconnectedActorsExpired => Volatile.Read(ref _disconnectedActorsExpired);
 
+    /// <summary>Disconnected actors destroyed before their expiry to keep the server within <see cref="ServerOptions.DisconnectedActorsMax"/>.</summary>
+    public long DisconnectedActorsEvictedAtCap => Volatile.Read(ref _disconnectedActorsEvictedAtCap);
+
     /// <summary>Stages closed because they stayed idle for <see cref="ServerOptions.IdleStageCloseAfter"/>.</summary>
     public long IdleStagesClosed => Volatile.Read(ref _idleStagesClosed);
 
@@ -138,6 +142,7 @@ public sealed class ServerCounters
         new(nameof(ClientPushesToDisconnected), ClientPushesToDisconnected),
         new(nameof(ClientSendsRefused), ClientSendsRefused),
         new(nameof(CycleRequestsRefused), CycleRequestsRefused),
+        new(nameof(DisconnectedActorsEvictedAtCap), DisconnectedActorsEvictedAtCap),
         new(nameof(DisconnectedActorsExpired), DisconnectedActorsExpired),
         new(nameof(DuplicateReplies), DuplicateReplies),
         new(nameof(GameLoopStepsDropped), GameLoopStepsDropped),
@@ -231,6 +236,8 @@ public sealed class ServerCounters
     internal void AddJoinRefusedAtCap() => Interlocked.Increment(ref _joinsRefusedAtCap);
 
     internal void AddDisconnectedActorExpired() => Interlocked.Increment(ref _disconnectedActorsExpired);
+
+    internal void AddDisconnectedActorEvictedAtCap() => Interlocked.Increment(ref _disconnectedActorsEvictedAtCap);
 
     internal void AddIdleStageClosed() => Interlocked.Increment(ref _idleStagesClosed);
 

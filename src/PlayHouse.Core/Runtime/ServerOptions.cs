@@ -94,6 +94,15 @@ public sealed record ServerOptions
     public TimeSpan? DisconnectedActorExpiry { get; init; } = TimeSpan.FromMinutes(1);
 
     /// <summary>
+    /// Disconnected actors the whole server holds waiting for their accounts, across its stages. A disconnect past it
+    /// makes room by destroying the actor that has waited longest (OnDestroy, as on expiry; counted in
+    /// <see cref="ServerCounters.DisconnectedActorsEvictedAtCap"/>), so clients that come and go bound the server's
+    /// memory by this cap rather than by their rate times the expiry. Applies with or without an expiry; 0 destroys an
+    /// actor as soon as its stage handles the disconnect.
+    /// </summary>
+    public int DisconnectedActorsMax { get; init; } = 100_000;
+
+    /// <summary>
     /// How long a stage may stay idle (no actors, no timers, no game loop, no off-stage work, nothing queued) before the
     /// server closes it (OnDestroy; counted in <see cref="ServerCounters.IdleStagesClosed"/>). Timed from when its last
     /// actor went (or from its create), on the node's <see cref="TimeProvider"/>. Null never closes a stage by itself.
@@ -130,6 +139,7 @@ public sealed record ServerOptions
         Require(RecentCompletionsMax >= 0, nameof(RecentCompletionsMax));
         Require(StagesMax > 0, nameof(StagesMax));
         Require(ActorsPerStageMax > 0, nameof(ActorsPerStageMax));
+        Require(DisconnectedActorsMax >= 0, nameof(DisconnectedActorsMax));
         Require(DisconnectedActorExpiry is null || DisconnectedActorExpiry > TimeSpan.Zero, nameof(DisconnectedActorExpiry));
         Require(IdleStageCloseAfter is null || IdleStageCloseAfter > TimeSpan.Zero, nameof(IdleStageCloseAfter));
         Require(ClientMessageQueueTimeMax is null || ClientMessageQueueTimeMax > TimeSpan.Zero, nameof(ClientMessageQueueTimeMax));

@@ -757,6 +757,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                 return RunDestroy();
             case StageWorkKind.Housekeeping:
                 return RunHousekeeping();
+            case StageWorkKind.EvictDisconnected:
+                return RunEviction((WaitingActor)message.State!);
             default:
                 throw new InvalidOperationException($"Unknown stage work kind {message.Kind}.");
         }
@@ -1012,6 +1014,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         _actorOrder.Remove(actor.User);
         _server.UnbindActor(actor);
+        _server.EndWait(actor);
         actor.Session = null;
     }
 
@@ -1172,6 +1175,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private void BeginExpiry(ActorHost actor)
     {
         actor.DisconnectGeneration++;
+        _server.EndWait(actor);
+        actor.Wait = _server.WaitingActors.Begin(this, actor, actor.DisconnectGeneration);
         if (_expiryDelta < 0)
         {
             return;
@@ -1270,23 +1275,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
                     continue;
                 }
 
-                RemoveActor(actor);
                 Counters.AddDisconnectedActorExpired();
-                if (_actorsByAccount.Count == 0)
-                {
-                    BecameEmpty();
-                }
-
-                Lifecycle(actor, LifecycleEvent.ActorDestroy);
-                try
-                {
-                    await actor.User.OnDestroy();
-                }
-                catch (Exception ex)
-                {
-                    // One actor's failing OnDestroy must not keep the others past their expiry.
-                    HandlerFailed(StageWorkKind.Housekeeping, null, ex);
-                }
+                await DestroyWaitingActor(actor, StageWorkKind.Housekeeping);
             }
         }
 
@@ -1312,6 +1302,47 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         if (next != long.MaxValue)
         {
             ArmHousekeeping(next);
+        }
+    }
+
+    /// <summary>Posts the eviction of a waiting actor the server's ledger chose to make room under its cap (any thread).</summary>
+    internal void PostEviction(WaitingActor entry)
+    {
+        // A closed stage refuses the post; closing destroyed the actor already.
+        Post(new StageMessage { Kind = StageWorkKind.EvictDisconnected, Actor = entry.Actor, State = entry });
+    }
+
+    private async ValueTask RunEviction(WaitingActor entry)
+    {
+        var actor = entry.Actor;
+        if (!actor.IsJoined || actor.Session is not null || !ReferenceEquals(actor.Wait, entry))
+        {
+            // The account reconnected or the actor left before the eviction came up; it is no longer waiting.
+            return;
+        }
+
+        Counters.AddDisconnectedActorEvictedAtCap();
+        await DestroyWaitingActor(actor, StageWorkKind.EvictDisconnected);
+    }
+
+    /// <summary>Destroys a disconnected actor as if it had left: its expiry came, or the server's cap evicted it.</summary>
+    private async ValueTask DestroyWaitingActor(ActorHost actor, StageWorkKind kind)
+    {
+        RemoveActor(actor);
+        if (_actorsByAccount.Count == 0)
+        {
+            BecameEmpty();
+        }
+
+        Lifecycle(actor, LifecycleEvent.ActorDestroy);
+        try
+        {
+            await actor.User.OnDestroy();
+        }
+        catch (Exception ex)
+        {
+            // One actor's failing OnDestroy must not keep the others past their expiry or over the cap.
+            HandlerFailed(kind, null, ex);
         }
     }
 

@@ -142,6 +142,94 @@ public sealed class RegistryLimitTests
     }
 
     [Fact]
+    public void DisconnectPastDisconnectedActorsMax_EvictsTheLongestWaitingActorOfTheServer_InItsOwnStage()
+    {
+        using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 2 });
+        h.Join(1, accountId: 1).Disconnect();
+        h.Pump();
+        h.Join(2, accountId: 2).Disconnect();
+        h.Pump();
+        var heldAtTheCap = h.Play.DisconnectedActorCount;
+        h.Join(2, accountId: 3).Disconnect();
+        h.Pump();
+
+        Assert.Equal(2, heldAtTheCap);
+        Assert.Empty(h.Stages[1].Link.Actors);
+        Assert.Equal(2, h.Stages[2].Link.Actors.Count);
+        Assert.Equal(1, DestroysOf(h, 1));
+        Assert.Equal(0, DestroysOf(h, 2));
+        Assert.Equal(1, h.Play.Counters.DisconnectedActorsEvictedAtCap);
+        Assert.Equal(0, h.Play.Counters.DisconnectedActorsExpired);
+        Assert.Equal(2, h.Play.DisconnectedActorCount);
+        Assert.Equal(3, h.Play.DisconnectedActorsHighWater);
+        Assert.Equal(2, h.Play.ActorCount);
+    }
+
+    [Fact]
+    public void DisconnectedActorsMax_CountsOnlyActorsStillWaiting_SoReconnectedAndExpiredOnesFreeTheirPlace()
+    {
+        using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 2 });
+        h.Join(1, accountId: 1).Disconnect();
+        h.Pump();
+        h.Join(1, accountId: 2).Disconnect();
+        h.Pump();
+        h.Join(1, accountId: 1);
+        h.Advance(Expiry);
+        h.Join(1, accountId: 3).Disconnect();
+        h.Pump();
+        h.Join(1, accountId: 4).Disconnect();
+        h.Pump();
+
+        // Account 1 reconnected and account 2 expired, so accounts 3 and 4 wait within the cap.
+        Assert.Equal(0, h.Play.Counters.DisconnectedActorsEvictedAtCap);
+        Assert.Equal(1, h.Play.Counters.DisconnectedActorsExpired);
+        Assert.Equal(2, h.Play.DisconnectedActorCount);
+        Assert.Equal(3, h.Stages[1].Link.Actors.Count);
+    }
+
+    [Fact]
+    public void DisconnectedActorsMax_HoldsWithoutAnExpiry_AndZeroDestroysAtTheDisconnect()
+    {
+        using var uncapped = new RuntimeHarness(Options() with { DisconnectedActorExpiry = null, DisconnectedActorsMax = 3 });
+        for (var account = 1; account <= 10; account++)
+        {
+            uncapped.Join(1, accountId: account).Disconnect();
+            uncapped.Pump();
+        }
+
+        using var zero = new RuntimeHarness(Options() with { DisconnectedActorsMax = 0 });
+        zero.Join(1, accountId: 1).Disconnect();
+        zero.Pump();
+
+        Assert.Equal(3, uncapped.Stages[1].Link.Actors.Count);
+        Assert.Equal(7, uncapped.Play.Counters.DisconnectedActorsEvictedAtCap);
+        Assert.Equal(3, uncapped.Play.DisconnectedActorCount);
+        Assert.Empty(zero.Stages[1].Link.Actors);
+        Assert.Equal(1, zero.Play.Counters.DisconnectedActorsEvictedAtCap);
+        Assert.Equal(0, zero.Play.DisconnectedActorCount);
+    }
+
+    [Fact]
+    public void EvictedActor_WhoseAccountReconnectsBeforeTheEvictionComesUp_IsKept()
+    {
+        using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 1 });
+        h.Join(1, accountId: 1).Disconnect();
+        h.Pump();
+
+        // The second disconnect and the first account's reconnect reach stage 1 in one batch: the eviction of account 1
+        // is queued behind its join.
+        h.Join(2, accountId: 2).Disconnect();
+        var back = new FakeClient(h);
+        var seq = back.Authenticate(1, accountId: 1);
+        h.Pump();
+
+        Assert.Equal(ErrorCodes.Success, back.ReplyTo(seq).ErrorCode);
+        Assert.Single(h.Stages[1].Link.Actors);
+        Assert.Equal(0, h.Play.Counters.DisconnectedActorsEvictedAtCap);
+        Assert.Equal(1, h.Play.DisconnectedActorCount);
+    }
+
+    [Fact]
     public void EmptyStage_ClosesAfterItsIdleTime_CountedFromItsLastActorLeaving()
     {
         using var h = new RuntimeHarness(Options());
@@ -212,6 +300,7 @@ public sealed class RegistryLimitTests
     [InlineData(nameof(ServerOptions.StagesMax))]
     [InlineData(nameof(ServerOptions.ActorsPerStageMax))]
     [InlineData(nameof(ServerOptions.DisconnectedActorExpiry))]
+    [InlineData(nameof(ServerOptions.DisconnectedActorsMax))]
     [InlineData(nameof(ServerOptions.IdleStageCloseAfter))]
     public void Options_OutOfRange_AreRefusedByName(string name)
     {
@@ -220,6 +309,7 @@ public sealed class RegistryLimitTests
             nameof(ServerOptions.StagesMax) => new ServerOptions { StagesMax = 0 },
             nameof(ServerOptions.ActorsPerStageMax) => new ServerOptions { ActorsPerStageMax = 0 },
             nameof(ServerOptions.DisconnectedActorExpiry) => new ServerOptions { DisconnectedActorExpiry = TimeSpan.Zero },
+            nameof(ServerOptions.DisconnectedActorsMax) => new ServerOptions { DisconnectedActorsMax = -1 },
             _ => new ServerOptions { IdleStageCloseAfter = TimeSpan.FromSeconds(-1) },
         };
 

@@ -18,7 +18,7 @@ public sealed class RegistryChurnTests
     public void Churn_OverFortySeeds_StaysWithinEveryCapAndEndsHoldingNothing()
     {
         var options = new RegistryChurnOptions();
-        long tooManyStages = 0, stageFull = 0, expired = 0, idleClosed = 0, reconnects = 0;
+        long tooManyStages = 0, stageFull = 0, expired = 0, evicted = 0, idleClosed = 0, reconnects = 0;
         for (ulong seed = 1; seed <= 40; seed++)
         {
             var run = RegistryChurn.Run(seed, options);
@@ -35,6 +35,7 @@ public sealed class RegistryChurnTests
             tooManyStages += run.RefusedTooManyStages;
             stageFull += run.RefusedStageFull;
             expired += run.Counters.DisconnectedActorsExpired;
+            evicted += run.Counters.DisconnectedActorsEvictedAtCap;
             idleClosed += run.Counters.IdleStagesClosed;
             reconnects += run.Reconnects;
         }
@@ -43,6 +44,7 @@ public sealed class RegistryChurnTests
         tooManyStages.ShouldBeGreaterThan(0);
         stageFull.ShouldBeGreaterThan(0);
         expired.ShouldBeGreaterThan(0);
+        evicted.ShouldBeGreaterThan(0);
         idleClosed.ShouldBeGreaterThan(0);
         reconnects.ShouldBeGreaterThan(0);
     }
@@ -61,6 +63,28 @@ public sealed class RegistryChurnTests
             run.FirstViolation.ShouldNotBeNull().CheckerName.ShouldBe(RegistryBoundsChecker.CheckerName);
             run.FirstViolation.Message.ShouldContain("still held");
             run.Counters.DisconnectedActorsExpired.ShouldBe(0);
+        }
+    }
+
+    [Fact]
+    public void Churn_WithALedgerThatIgnoresDisconnectedActorsMax_IsCaughtByTheRegistryBoundsChecker()
+    {
+        // A longer expiry than the default's 2 s, so the disconnected actors the cap should have evicted stay long enough
+        // to be seen past the grace.
+        var options = new RegistryChurnOptions();
+        options = options with { Server = options.Server with { DisconnectedActorExpiry = TimeSpan.FromSeconds(20) } };
+        var flawed = FlawedRegistryParts.WithUncappedDisconnectedActors(NodeParts.Standard);
+        for (ulong seed = 1; seed <= 5; seed++)
+        {
+            var correct = RegistryChurn.Run(seed, options);
+            var run = RegistryChurn.Run(seed, options, flawed);
+
+            correct.Passed.ShouldBeTrue($"seed {seed}: {correct.FirstViolation}");
+            correct.Counters.DisconnectedActorsEvictedAtCap.ShouldBeGreaterThan(0, $"seed {seed}");
+            run.Passed.ShouldBeFalse($"seed {seed}: the uncapped ledger passed");
+            run.FirstViolation.ShouldNotBeNull().CheckerName.ShouldBe(RegistryBoundsChecker.CheckerName);
+            run.FirstViolation.Message.ShouldContain("over DisconnectedActorsMax=3");
+            run.Counters.DisconnectedActorsEvictedAtCap.ShouldBe(0);
         }
     }
 
