@@ -264,8 +264,40 @@ public sealed class TcpCommandTests
         Assert.Contains("serve.registry=live-stages=1 ", output.Text, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public async Task Serve_WithDisconnectedActorsMaxOne_EvictsTheEarlierDisconnectedActors_AndCountsThem()
+    {
+        var output = new PortWatchingWriter();
+        var error = new StringWriter();
+        using var stop = new CancellationTokenSource();
+        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", "--disconnected-actors-max", "1"], output, error, interactive: false, stop.Token));
+        var port = await output.Port.WaitAsync(Patience);
+        var endPoint = new IPEndPoint(IPAddress.Loopback, port);
+
+        for (byte account = 1; account <= 3; account++)
+        {
+            using (var client = await TcpPlayClient.ConnectAsync(endPoint, new TcpPlayClientOptions { RequestTimeout = Patience }))
+            {
+                var joined = await client.AuthenticateAsync(1, [account]).WaitAsync(Patience);
+                Assert.True(joined.IsSuccess, $"account {account}: error {joined.ErrorCode}");
+            }
+
+            // Room for the server to see the close before the next account comes; the stop's drain would handle it anyway.
+            await Task.Delay(200);
+        }
+
+        await stop.CancelAsync();
+        var exit = await serve.WaitAsync(Patience);
+
+        Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
+        Assert.Contains("disconnected-actors-max=1", output.Text, StringComparison.Ordinal);
+        Assert.Contains("server.DisconnectedActorsEvictedAtCap=2\n", output.Text, StringComparison.Ordinal);
+        Assert.Contains(" waiting-actors=1 waiting-high-water=2", output.Text, StringComparison.Ordinal);
+    }
+
     [Theory]
     [InlineData("--stages-max", "0")]
+    [InlineData("--disconnected-actors-max", "-1")]
     [InlineData("--actors-per-stage-max", "-1")]
     [InlineData("--actor-expiry-ms", "-5")]
     public void Serve_WithARegistryOptionOutOfRange_Exits64NamingIt(string option, string value)
