@@ -4,16 +4,25 @@ namespace PlayHouse.Core.Runtime;
 /// One disconnect of an actor, as the play server's ledger of waiting actors holds it: the stage, the actor, which of
 /// its disconnects this is, and whether it still waits.
 /// </summary>
-/// <remarks><see cref="State"/> is read and written only under the ledger's lock.</remarks>
+/// <remarks><see cref="State"/> is written only under the ledger's lock; it never returns to waiting once it left it.</remarks>
 internal sealed class WaitingActor(StageHost stage, ActorHost actor, long generation)
 {
+    private volatile WaitingActorState _state;
+
     public StageHost Stage { get; } = stage;
 
     public ActorHost Actor { get; } = actor;
 
     public long Generation { get; } = generation;
 
-    public WaitingActorState State { get; set; }
+    public WaitingActorState State
+    {
+        get => _state;
+        set => _state = value;
+    }
+
+    /// <summary>True while the actor waits; read without the ledger's lock, a false is final.</summary>
+    public bool IsWaiting => _state == WaitingActorState.Waiting;
 }
 
 internal enum WaitingActorState : byte

@@ -1,10 +1,15 @@
 namespace PlayHouse.Core.Runtime;
 
 /// <summary>
-/// An actor waiting in its stage for its account to reconnect: the actor, which of its disconnects this is, and the
-/// timestamp at which it expires.
+/// An actor waiting in its stage for its account to reconnect: its wait in the server's ledger (the actor and which of
+/// its disconnects this is) and the timestamp at which it expires.
 /// </summary>
-internal readonly record struct DisconnectedActor(ActorHost Actor, long Generation, long DeadlineTimestamp);
+internal readonly record struct DisconnectedActor(WaitingActor Wait, long DeadlineTimestamp)
+{
+    public ActorHost Actor => Wait.Actor;
+
+    public long Generation => Wait.Generation;
+}
 
 /// <summary>
 /// A stage's disconnected actors in the order they expire: the part <see cref="NodeParts.DisconnectedActors"/> builds,
@@ -29,12 +34,17 @@ internal interface IDisconnectedActorTable
 
 /// <summary>
 /// The standard table: a FIFO queue. Every entry gets the same expiry added to a clock that never goes back, so entries
-/// arrive in deadline order and the head is always the earliest; it holds at most the disconnects of one expiry span.
+/// arrive in deadline order and the head is always the earliest. An entry whose wait ended early (the account
+/// reconnected, or the server's cap evicted the actor) would hold its actor until its deadline, so a client churning
+/// through fresh accounts would keep every actor of one expiry span alive; the queue drops such entries whenever it
+/// has doubled since it last did, so it holds about as many entries as actors still wait.
 /// </summary>
 internal sealed class DisconnectedActorQueue : IDisconnectedActorTable
 {
-    private readonly Queue<DisconnectedActor> _entries = new();
+    private const int CompactAtLeast = 64;
+    private Queue<DisconnectedActor> _entries = new();
     private long _tailDeadline;
+    private int _compactAt = CompactAtLeast;
 
     public int Count => _entries.Count;
 
@@ -50,6 +60,12 @@ internal sealed class DisconnectedActorQueue : IDisconnectedActorTable
 
         _entries.Enqueue(entry);
         _tailDeadline = entry.DeadlineTimestamp;
+        if (_entries.Count > _compactAt)
+        {
+            // Filtering keeps the deadline order. A wait read as still waiting while another thread ends it stays for now.
+            _entries = new Queue<DisconnectedActor>(_entries.Where(static e => e.Wait.IsWaiting));
+            _compactAt = Math.Max(CompactAtLeast, 2 * _entries.Count);
+        }
     }
 
     public bool TryTakeDue(long nowTimestamp, out DisconnectedActor entry)

@@ -1176,7 +1176,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     {
         actor.DisconnectGeneration++;
         _server.EndWait(actor);
-        actor.Wait = _server.WaitingActors.Begin(this, actor, actor.DisconnectGeneration);
+        var wait = _server.WaitingActors.Begin(this, actor, actor.DisconnectGeneration);
+        actor.Wait = wait;
         if (_expiryDelta < 0)
         {
             return;
@@ -1184,7 +1185,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
         var deadline = SaturatingAdd(Time.GetTimestamp(), _expiryDelta);
         _disconnected ??= _server.Parts.DisconnectedActors(this);
-        _disconnected.Add(new DisconnectedActor(actor, actor.DisconnectGeneration, deadline));
+        _disconnected.Add(new DisconnectedActor(wait, deadline));
         ArmHousekeeping(deadline);
     }
 
