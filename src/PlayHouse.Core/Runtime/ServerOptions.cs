@@ -100,7 +100,7 @@ public sealed record ServerOptions
     /// memory by this cap rather than by their rate times the expiry. Applies with or without an expiry; 0 destroys an
     /// actor as soon as its stage handles the disconnect.
     /// </summary>
-    public int DisconnectedActorsMax { get; init; } = 100_000;
+    public int DisconnectedActorsMax { get; init; } = 10_000;
 
     /// <summary>
     /// How long a stage may stay idle (no actors, no timers, no game loop, no off-stage work, nothing queued) before the
