@@ -98,6 +98,16 @@ public struct RingQueue<T>
     private static void ThrowOutOfRange(int index, int count) =>
         throw new ArgumentOutOfRangeException(nameof(index), index, $"Only {count} entr{(count == 1 ? "y is" : "ies are")} queued.");
 
+    /// <summary>Lets go of the storage when nothing is queued, so an idle owner holds no array; the next entry allocates one.</summary>
+    public void ReleaseIfEmpty()
+    {
+        if (_count == 0)
+        {
+            _items = null;
+            _head = 0;
+        }
+    }
+
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void Grow()
     {

@@ -4,14 +4,18 @@ namespace PlayHouse.Core.Runtime;
 /// One disconnect of an actor, as the play server's ledger of waiting actors holds it: the stage, the actor, which of
 /// its disconnects this is, and whether it still waits.
 /// </summary>
-/// <remarks><see cref="State"/> is written only under the ledger's lock; it never returns to waiting once it left it.</remarks>
+/// <remarks>
+/// <see cref="State"/> is written only under the ledger's lock; it never returns to waiting once it left it.
+/// <see cref="Actor"/> is read and cleared only in the actor's stage's turns.
+/// </remarks>
 internal sealed class WaitingActor(StageHost stage, ActorHost actor, long generation)
 {
     private volatile WaitingActorState _state;
 
     public StageHost Stage { get; } = stage;
 
-    public ActorHost Actor { get; } = actor;
+    /// <summary>The actor, until its stage ends the wait: an ended entry may stay queued until its old deadline, and must not keep the actor alive.</summary>
+    public ActorHost? Actor { get; set; } = actor;
 
     public long Generation { get; } = generation;
 

@@ -6,7 +6,8 @@ namespace PlayHouse.Core.Runtime;
 /// </summary>
 internal readonly record struct DisconnectedActor(WaitingActor Wait, long DeadlineTimestamp)
 {
-    public ActorHost Actor => Wait.Actor;
+    /// <summary>The waiting actor, or null once its stage ended the wait.</summary>
+    public ActorHost? Actor => Wait.Actor;
 
     public long Generation => Wait.Generation;
 }

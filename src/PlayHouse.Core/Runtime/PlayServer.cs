@@ -810,6 +810,7 @@ public sealed class PlayServer : ServerNode
         if (actor.Wait is { } wait)
         {
             actor.Wait = null;
+            wait.Actor = null;
             WaitingActors.End(wait);
         }
     }

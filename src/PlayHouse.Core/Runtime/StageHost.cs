@@ -1195,6 +1195,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _idleArmPending = false;
         _empty = true;
         _emptySinceTimestamp = Time.GetTimestamp();
+        using (NodeLock.Enter(_gate))
+        {
+            _mailbox.ReleaseStorageIfEmpty();
+        }
+
         if (_idleDelta >= 0)
         {
             ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
@@ -1270,9 +1275,10 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             while (_disconnected.TryTakeDue(now, out var entry))
             {
                 var actor = entry.Actor;
-                if (!actor.IsJoined || actor.Session is not null || actor.DisconnectGeneration != entry.Generation)
+                if (actor is null || !actor.IsJoined || actor.Session is not null || actor.DisconnectGeneration != entry.Generation)
                 {
-                    // The account reconnected, the actor left, or it disconnected again (a later entry times that).
+                    // The wait ended: the account reconnected, the actor left or was evicted, or it disconnected again
+                    // (a later entry times that).
                     continue;
                 }
 
@@ -1310,13 +1316,13 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     internal void PostEviction(WaitingActor entry)
     {
         // A closed stage refuses the post; closing destroyed the actor already.
-        Post(new StageMessage { Kind = StageWorkKind.EvictDisconnected, Actor = entry.Actor, State = entry });
+        Post(new StageMessage { Kind = StageWorkKind.EvictDisconnected, State = entry });
     }
 
     private async ValueTask RunEviction(WaitingActor entry)
     {
         var actor = entry.Actor;
-        if (!actor.IsJoined || actor.Session is not null || !ReferenceEquals(actor.Wait, entry))
+        if (actor is null || !actor.IsJoined || actor.Session is not null || !ReferenceEquals(actor.Wait, entry))
         {
             // The account reconnected or the actor left before the eviction came up; it is no longer waiting.
             return;

@@ -22,6 +22,9 @@ internal interface IStageMailbox
 
     /// <summary>Moves the oldest message into <paramref name="message"/>; false when the mailbox is empty.</summary>
     bool TryDequeue(out StageMessage message);
+
+    /// <summary>Lets go of the storage when empty (the stage has no actor left); the next message allocates it again.</summary>
+    void ReleaseStorageIfEmpty();
 }
 
 /// <summary>
@@ -62,6 +65,10 @@ internal sealed class StageMailbox : IStageMailbox
         _messages.Enqueue(message);
         return true;
     }
+
+    // An entry is 128 bytes and the ring starts at four: 536 bytes per stage, a quarter of what an idle stage holds,
+    // and a server may hold many idle stages (StagesMax) until they close.
+    public void ReleaseStorageIfEmpty() => _messages.ReleaseIfEmpty();
 
     public bool TryDequeue(out StageMessage message)
     {

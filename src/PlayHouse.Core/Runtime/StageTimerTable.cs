@@ -26,23 +26,33 @@ internal interface IStageTimerTable
     void RemoveAll(List<StageTimer> removed);
 }
 
-/// <summary>The standard timer table: a dictionary per stage, so ids of different stages never meet.</summary>
+/// <summary>
+/// The standard timer table: a dictionary per stage, so ids of different stages never meet. Made at the stage's first
+/// timer: most stages of a churning server never start one, and a server may hold many of them.
+/// </summary>
 internal sealed class StageTimerTable : IStageTimerTable
 {
-    private readonly Dictionary<long, StageTimer> _timers = [];
+    private Dictionary<long, StageTimer>? _timers;
 
-    public int Count => _timers.Count;
+    public int Count => _timers?.Count ?? 0;
 
     // Ids come from the stage's own counter, so a duplicate is a broken stage, not a case to tolerate: Add throws.
-    public void Add(StageTimer timer) => _timers.Add(timer.Id, timer);
+    public void Add(StageTimer timer) => (_timers ??= []).Add(timer.Id, timer);
 
-    public bool Remove(long timerId, [NotNullWhen(true)] out StageTimer? timer) => _timers.Remove(timerId, out timer);
+    public bool Remove(long timerId, [NotNullWhen(true)] out StageTimer? timer)
+    {
+        timer = null;
+        return _timers is not null && _timers.Remove(timerId, out timer);
+    }
 
-    public bool Contains(long timerId) => _timers.ContainsKey(timerId);
+    public bool Contains(long timerId) => _timers is not null && _timers.ContainsKey(timerId);
 
     public void RemoveAll(List<StageTimer> removed)
     {
-        removed.AddRange(_timers.Values);
-        _timers.Clear();
+        if (_timers is not null)
+        {
+            removed.AddRange(_timers.Values);
+            _timers.Clear();
+        }
     }
 }

@@ -82,4 +82,25 @@ public sealed class RingQueueTests
         Assert.Equal(ring.PeekHead(), items[head]);
         Assert.Equal(4, items[head]);
     }
+
+    [Fact]
+    public void ReleaseIfEmpty_LetsGoOfTheArrayOnlyWhenNothingIsQueued_AndTheRingWorksOnAfterwards()
+    {
+        var ring = new RingQueue<string>(4);
+        ring.Enqueue("a");
+        ring.ReleaseIfEmpty();
+        var keptWhileHolding = ring.Storage.Items;
+        ring.Dequeue(out var first);
+        ring.ReleaseIfEmpty();
+        var releasedWhenEmpty = ring.Storage.Items;
+        ring.Enqueue("b");
+        ring.Enqueue("c");
+
+        Assert.NotNull(keptWhileHolding);
+        Assert.Equal("a", first);
+        Assert.Null(releasedWhenEmpty);
+        Assert.Equal(2, ring.Count);
+        Assert.Equal("b", ring.PeekHead());
+        Assert.Equal("c", ring.At(1));
+    }
 }

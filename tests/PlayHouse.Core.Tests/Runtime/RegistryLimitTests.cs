@@ -210,6 +210,31 @@ public sealed class RegistryLimitTests
     }
 
     [Fact]
+    public void EvictedActor_IsNotKeptAliveByItsStageUntilItsOldDeadline()
+    {
+        using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 1 });
+        var evicted = DisconnectAndTrack(h, stageId: 1, accountId: 1);
+        h.Join(2, accountId: 2).Disconnect();
+        h.Pump();
+        GC.Collect();
+        GC.WaitForPendingFinalizers();
+        GC.Collect();
+
+        // Well before the 30 s expiry: only the stage's expiry queue could still reach it, and it must not.
+        Assert.Equal(1, h.Play.Counters.DisconnectedActorsEvictedAtCap);
+        Assert.False(evicted.IsAlive, "the evicted actor is still reachable");
+    }
+
+    // Not inlined, so no local of the caller's frame keeps the actor reachable.
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static WeakReference DisconnectAndTrack(RuntimeHarness h, long stageId, long accountId)
+    {
+        h.Join(stageId, accountId).Disconnect();
+        h.Pump();
+        return new WeakReference(Assert.Single(h.Stages[stageId].Link.Actors));
+    }
+
+    [Fact]
     public void EvictedActor_WhoseAccountReconnectsBeforeTheEvictionComesUp_IsKept()
     {
         using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 1 });
