@@ -292,7 +292,7 @@ public sealed class TcpCommandTests
         Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
         Assert.Contains("disconnected-actors-max=1", output.Text, StringComparison.Ordinal);
         Assert.Contains("server.DisconnectedActorsEvictedAtCap=2\n", output.Text, StringComparison.Ordinal);
-        Assert.Contains(" waiting-actors=1 waiting-high-water=2", output.Text, StringComparison.Ordinal);
+        Assert.Contains(" waiting-actors=1 waiting-high-water=1", output.Text, StringComparison.Ordinal);
     }
 
     [Theory]

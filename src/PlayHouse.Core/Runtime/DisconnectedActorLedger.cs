@@ -52,7 +52,7 @@ internal interface IDisconnectedActorLedger
     /// <summary>Actors waiting now (an evicted one no longer counts, though its stage may not have destroyed it yet).</summary>
     int Count { get; }
 
-    /// <summary>The most actors that waited at once.</summary>
+    /// <summary>The most actors that waited at once, counted after a disconnect made room (so never above the cap).</summary>
     int HighWater { get; }
 
     /// <summary>
@@ -110,7 +110,6 @@ internal sealed class CappedDisconnectedActorLedger(ServerOptions options) : IDi
         {
             _order.Enqueue(entry);
             _waiting++;
-            _highWater = Math.Max(_highWater, _waiting);
             while (_waiting > _max && _order.TryDequeue(out var oldest))
             {
                 if (oldest.State != WaitingActorState.Waiting)
@@ -122,6 +121,8 @@ internal sealed class CappedDisconnectedActorLedger(ServerOptions options) : IDi
                 _waiting--;
                 (evicted ??= []).Add(oldest);
             }
+
+            _highWater = Math.Max(_highWater, _waiting);
 
             DropEndedHead();
             if (_order.Count > (2 * _waiting) + 64)

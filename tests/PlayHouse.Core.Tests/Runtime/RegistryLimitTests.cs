@@ -161,7 +161,7 @@ public sealed class RegistryLimitTests
         Assert.Equal(1, h.Play.Counters.DisconnectedActorsEvictedAtCap);
         Assert.Equal(0, h.Play.Counters.DisconnectedActorsExpired);
         Assert.Equal(2, h.Play.DisconnectedActorCount);
-        Assert.Equal(3, h.Play.DisconnectedActorsHighWater);
+        Assert.Equal(2, h.Play.DisconnectedActorsHighWater);
         Assert.Equal(2, h.Play.ActorCount);
     }
 

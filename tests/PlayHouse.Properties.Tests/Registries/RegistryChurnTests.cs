@@ -1,6 +1,11 @@
+using System.Globalization;
+using FsCheck;
+using FsCheck.Fluent;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Fixtures.Flawed.Registries;
+using PlayHouse.Fixtures.Properties;
 using PlayHouse.Fixtures.Workload;
+using PlayHouse.Properties.Tests.Infrastructure;
 using PlayHouse.Simulation.Checkers;
 using Shouldly;
 
@@ -85,6 +90,90 @@ public sealed class RegistryChurnTests
             run.FirstViolation.ShouldNotBeNull().CheckerName.ShouldBe(RegistryBoundsChecker.CheckerName);
             run.FirstViolation.Message.ShouldContain("over DisconnectedActorsMax=3");
             run.Counters.DisconnectedActorsEvictedAtCap.ShouldBe(0);
+        }
+    }
+
+    [Fact]
+    public void Churn_UnderAnyCapOfWaitingActors_PassesEveryChecker_NeverHoldsMoreThanTheCap_AndEndsHoldingNothing()
+    {
+        var runner = CheckCaps(NodeParts.Standard, PropertyDepth.Cases(60), "registry-churn-waiting-cap");
+
+        runner.ThrowIfFailed();
+    }
+
+    [Fact]
+    public void CapProperty_WithALedgerThatIgnoresTheCap_FailsAndShrinksToASmallChurn()
+    {
+        var runner = CheckCaps(FlawedRegistryParts.WithUncappedDisconnectedActors(NodeParts.Standard), 60, "registry-churn-waiting-cap-flawed");
+
+        runner.Failed.ShouldBeTrue("the property passed with a ledger that never evicts");
+        runner.FailureText.ShouldContain("over");
+        var shrunk = runner.Result.ShouldBeOfType<FsCheck.TestResult.Failed>().Item3.Head.ShouldBeOfType<CapCase>();
+        shrunk.Clients.ShouldBeLessThanOrEqualTo(6);
+    }
+
+    private static ModelRunner CheckCaps(NodeParts parts, int count, string name)
+    {
+        var runner = new ModelRunner();
+        var property = Prop.ForAll(CapCase.Arbitrary(), c =>
+        {
+            var run = RegistryChurn.Run((ulong)c.Seed, c.ToOptions(), parts);
+            var why = run.FirstViolation?.ToString()
+                ?? (run.Unexpected != 0 ? $"{run.Unexpected} unexpected answers" : null)
+                ?? (run.WaitingActorsHighWater > c.Cap ? $"{run.WaitingActorsHighWater} actors waited at once, over the cap" : null)
+                ?? (run.LiveActorsAtEnd != 0 || run.LiveStagesAtEnd != 0 ? $"{run.LiveStagesAtEnd} stages and {run.LiveActorsAtEnd} actors held at the end" : null)
+                ?? (run.BuffersOutstanding != 0 ? $"{run.BuffersOutstanding} pooled buffers outstanding" : null);
+            if (why is not null)
+            {
+                throw new PropertyViolationException(string.Create(CultureInfo.InvariantCulture, $"{c}: {why}"));
+            }
+        });
+        FsCheck.Check.One(ModelRunner.Config(runner, count, name), property);
+        return runner;
+    }
+
+    /// <summary>A churn with a cap of waiting actors from 0 up, few or many clients and reconnects; shrinks towards fewer clients and cycles.</summary>
+    private sealed record CapCase(int Seed, int Cap, int Clients, int Cycles, int StageIds, int ReconnectPercent)
+    {
+        public RegistryChurnOptions ToOptions()
+        {
+            var defaults = new RegistryChurnOptions();
+            return defaults with
+            {
+                Clients = Clients,
+                CyclesPerClient = Cycles,
+                StageIds = StageIds,
+                ReconnectProbability = ReconnectPercent / 100.0,
+                Server = defaults.Server with { DisconnectedActorsMax = Cap },
+            };
+        }
+
+        public static Arbitrary<CapCase> Arbitrary() => Arb.From(
+            from seed in Gen.Choose(1, int.MaxValue)
+            from cap in Gen.Frequency((1, Gen.Constant(0)), (4, Gen.Choose(1, 6)), (1, Gen.Choose(7, 40)))
+            from clients in Gen.Choose(1, 12)
+            from cycles in Gen.Choose(1, 8)
+            from stageIds in Gen.Choose(1, 8)
+            from reconnect in Gen.Elements(0, 35, 90)
+            select new CapCase(seed, cap, clients, cycles, stageIds, reconnect),
+            Shrink);
+
+        private static IEnumerable<CapCase> Shrink(CapCase c)
+        {
+            if (c.Clients > 1)
+            {
+                yield return c with { Clients = c.Clients / 2 };
+            }
+
+            if (c.Cycles > 1)
+            {
+                yield return c with { Cycles = c.Cycles / 2 };
+            }
+
+            if (c.ReconnectPercent > 0)
+            {
+                yield return c with { ReconnectPercent = 0 };
+            }
         }
     }
 
