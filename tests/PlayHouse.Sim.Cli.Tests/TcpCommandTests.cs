@@ -295,9 +295,41 @@ public sealed class TcpCommandTests
         Assert.Contains(" waiting-actors=1 waiting-high-water=1", output.Text, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public async Task Serve_WithEmptyStagesMaxOne_ClosesTheEarlierEmptyStages_AndCountsThem()
+    {
+        var output = new PortWatchingWriter();
+        var error = new StringWriter();
+        using var stop = new CancellationTokenSource();
+        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", "--disconnected-actors-max", "0", "--empty-stages-max", "1"], output, error, interactive: false, stop.Token));
+        var port = await output.Port.WaitAsync(Patience);
+        var endPoint = new IPEndPoint(IPAddress.Loopback, port);
+
+        for (byte stage = 1; stage <= 3; stage++)
+        {
+            using (var client = await TcpPlayClient.ConnectAsync(endPoint, new TcpPlayClientOptions { RequestTimeout = Patience }))
+            {
+                var joined = await client.AuthenticateAsync(stage, [stage]).WaitAsync(Patience);
+                Assert.True(joined.IsSuccess, $"stage {stage}: error {joined.ErrorCode}");
+            }
+
+            // Room for the server to see the close before the next stage fills; the stop's drain would handle it anyway.
+            await Task.Delay(200);
+        }
+
+        await stop.CancelAsync();
+        var exit = await serve.WaitAsync(Patience);
+
+        Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
+        Assert.Contains("empty-stages-max=1", output.Text, StringComparison.Ordinal);
+        Assert.Contains("server.EmptyStagesClosedAtCap=2\n", output.Text, StringComparison.Ordinal);
+        Assert.Contains("serve.registry=live-stages=1 ", output.Text, StringComparison.Ordinal);
+    }
+
     [Theory]
     [InlineData("--stages-max", "0")]
     [InlineData("--disconnected-actors-max", "-1")]
+    [InlineData("--empty-stages-max", "-2")]
     [InlineData("--actors-per-stage-max", "-1")]
     [InlineData("--actor-expiry-ms", "-5")]
     public void Serve_WithARegistryOptionOutOfRange_Exits64NamingIt(string option, string value)

@@ -2,16 +2,11 @@ namespace PlayHouse.Core.Runtime;
 
 /// <summary>
 /// One disconnect of an actor, as the play server's ledger of waiting actors holds it: the stage, the actor, which of
-/// its disconnects this is, and whether it still waits.
+/// its disconnects this is, and (as a <see cref="CapEntry"/>) whether it still waits.
 /// </summary>
-/// <remarks>
-/// <see cref="State"/> is written only under the ledger's lock; it never returns to waiting once it left it.
-/// <see cref="Actor"/> is read and cleared only in the actor's stage's turns.
-/// </remarks>
-internal sealed class WaitingActor(StageHost stage, ActorHost actor, long generation)
+/// <remarks><see cref="Actor"/> is read and cleared only in the actor's stage's turns.</remarks>
+internal sealed class WaitingActor(StageHost stage, ActorHost actor, long generation) : CapEntry
 {
-    private volatile WaitingActorState _state;
-
     public StageHost Stage { get; } = stage;
 
     /// <summary>The actor, until its stage ends the wait: an ended entry may stay queued until its old deadline, and must not keep the actor alive.</summary>
@@ -19,26 +14,8 @@ internal sealed class WaitingActor(StageHost stage, ActorHost actor, long genera
 
     public long Generation { get; } = generation;
 
-    public WaitingActorState State
-    {
-        get => _state;
-        set => _state = value;
-    }
-
     /// <summary>True while the actor waits; read without the ledger's lock, a false is final.</summary>
-    public bool IsWaiting => _state == WaitingActorState.Waiting;
-}
-
-internal enum WaitingActorState : byte
-{
-    /// <summary>The actor waits in its stage for its account to reconnect.</summary>
-    Waiting,
-
-    /// <summary>It stopped waiting: its account reconnected, it left, it expired or its stage closed.</summary>
-    Ended,
-
-    /// <summary>The ledger chose it to make room under the cap; its stage destroys it when the eviction comes up.</summary>
-    Evicted,
+    public bool IsWaiting => IsListed;
 }
 
 /// <summary>
@@ -67,72 +44,23 @@ internal interface IDisconnectedActorLedger
 }
 
 /// <summary>
-/// The standard ledger: waits in disconnect order under one lock (a disconnect is rare next to messages). Past the cap
-/// the oldest waiting entries are marked evicted and posted to their stages, which destroy the actor unless it
-/// reconnected meanwhile. Entries that ended stay queued until they reach the head or the queue is compacted, which
-/// happens when it holds more than twice the waiting ones, so the queue stays within a constant factor of the cap.
+/// The standard ledger: waits in disconnect order (<see cref="OldestFirstCap{TEntry}"/>); past the cap the oldest
+/// waiting entries are evicted and posted to their stages, which destroy the actor unless it reconnected meanwhile.
 /// </summary>
 internal sealed class CappedDisconnectedActorLedger(ServerOptions options) : IDisconnectedActorLedger
 {
-    private readonly Lock? _gate = NodeLock.Create(options);
-    private readonly int _max = options.DisconnectedActorsMax;
-    private Queue<WaitingActor> _order = new();
-    private int _waiting;
-    private int _highWater;
+    private readonly OldestFirstCap<WaitingActor> _waits = new(options, options.DisconnectedActorsMax);
 
-    public int Count
-    {
-        get
-        {
-            using (NodeLock.Enter(_gate))
-            {
-                return _waiting;
-            }
-        }
-    }
+    public int Count => _waits.Count;
 
-    public int HighWater
-    {
-        get
-        {
-            using (NodeLock.Enter(_gate))
-            {
-                return _highWater;
-            }
-        }
-    }
+    public int HighWater => _waits.HighWater;
 
     public WaitingActor Begin(StageHost stage, ActorHost actor, long generation)
     {
         var entry = new WaitingActor(stage, actor, generation);
-        List<WaitingActor>? evicted = null;
-        using (NodeLock.Enter(_gate))
-        {
-            _order.Enqueue(entry);
-            _waiting++;
-            while (_waiting > _max && _order.TryDequeue(out var oldest))
-            {
-                if (oldest.State != WaitingActorState.Waiting)
-                {
-                    continue;
-                }
 
-                oldest.State = WaitingActorState.Evicted;
-                _waiting--;
-                (evicted ??= []).Add(oldest);
-            }
-
-            _highWater = Math.Max(_highWater, _waiting);
-
-            DropEndedHead();
-            if (_order.Count > (2 * _waiting) + 64)
-            {
-                _order = new Queue<WaitingActor>(_order.Where(static e => e.State == WaitingActorState.Waiting));
-            }
-        }
-
-        // Posted outside the lock: a stage's post takes its own lock, and the evicting stage may be the caller.
-        if (evicted is not null)
+        // Posted outside the list's lock: a stage's post takes its own lock, and the evicting stage may be the caller.
+        if (_waits.Add(entry) is { } evicted)
         {
             foreach (var oldest in evicted)
             {
@@ -143,25 +71,11 @@ internal sealed class CappedDisconnectedActorLedger(ServerOptions options) : IDi
         return entry;
     }
 
-    public void End(WaitingActor entry)
-    {
-        ArgumentNullException.ThrowIfNull(entry);
-        using (NodeLock.Enter(_gate))
-        {
-            if (entry.State == WaitingActorState.Waiting)
-            {
-                entry.State = WaitingActorState.Ended;
-                _waiting--;
-                DropEndedHead();
-            }
-        }
-    }
+    public void End(WaitingActor entry) => _waits.End(entry);
+}
 
-    private void DropEndedHead()
-    {
-        while (_order.TryPeek(out var head) && head.State != WaitingActorState.Waiting)
-        {
-            _order.Dequeue();
-        }
-    }
+/// <summary>A stage's stay in the play server's list of empty stages, from becoming empty until it is joined or closes.</summary>
+internal sealed class EmptyStage(StageHost stage) : CapEntry
+{
+    public StageHost Stage { get; } = stage;
 }

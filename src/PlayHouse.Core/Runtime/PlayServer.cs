@@ -59,6 +59,7 @@ public sealed class PlayServer : ServerNode
         _sessionLookupsWithoutLock = _sessions.ConcurrentLookups;
         ClientPushes = Parts.ClientPushes;
         WaitingActors = Parts.DisconnectedActorLedger(Options);
+        EmptyStages = new OldestFirstCap<EmptyStage>(Options, Options.EmptyStagesMax);
         _clientQueueTimeDelta = Options.ClientMessageQueueTimeMax is { } queueTimeMax ? Math.Max(1, TimestampSpan.ToDelta(queueTimeMax, Time.TimestampFrequency)) : 0;
     }
 
@@ -98,6 +99,12 @@ public sealed class PlayServer : ServerNode
 
     /// <summary>The ledger of disconnected actors waiting for their accounts, across this server's stages.</summary>
     internal IDisconnectedActorLedger WaitingActors { get; }
+
+    /// <summary>Stages with no actor open now, waiting for their idle close (at most <see cref="ServerOptions.EmptyStagesMax"/>).</summary>
+    public int EmptyStageCount => EmptyStages.Count;
+
+    /// <summary>The list of this server's empty stages, in the order they became empty.</summary>
+    internal OldestFirstCap<EmptyStage> EmptyStages { get; }
 
     /// <summary>The most stages this server held at once.</summary>
     public int StagesHighWater

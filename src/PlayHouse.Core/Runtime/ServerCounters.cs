@@ -38,6 +38,7 @@ public sealed class ServerCounters
     private long _joinsRefusedAtCap;
     private long _disconnectedActorsExpired;
     private long _disconnectedActorsEvictedAtCap;
+    private long _emptyStagesClosedAtCap;
     private long _idleStagesClosed;
     private long _requestsExpiredInMailbox;
     private long _sendsExpiredInMailbox;
@@ -120,6 +121,9 @@ public sealed class ServerCounters
     /// <summary>Disconnected actors destroyed before their expiry to keep the server within <see cref="ServerOptions.DisconnectedActorsMax"/>.</summary>
     public long DisconnectedActorsEvictedAtCap => Volatile.Read(ref _disconnectedActorsEvictedAtCap);
 
+    /// <summary>Empty idle stages closed before their idle time to keep the server within <see cref="ServerOptions.EmptyStagesMax"/>.</summary>
+    public long EmptyStagesClosedAtCap => Volatile.Read(ref _emptyStagesClosedAtCap);
+
     /// <summary>Stages closed because they stayed idle for <see cref="ServerOptions.IdleStageCloseAfter"/>.</summary>
     public long IdleStagesClosed => Volatile.Read(ref _idleStagesClosed);
 
@@ -145,6 +149,7 @@ public sealed class ServerCounters
         new(nameof(DisconnectedActorsEvictedAtCap), DisconnectedActorsEvictedAtCap),
         new(nameof(DisconnectedActorsExpired), DisconnectedActorsExpired),
         new(nameof(DuplicateReplies), DuplicateReplies),
+        new(nameof(EmptyStagesClosedAtCap), EmptyStagesClosedAtCap),
         new(nameof(GameLoopStepsDropped), GameLoopStepsDropped),
         new(nameof(HandlerFailures), HandlerFailures),
         new(nameof(IdleStagesClosed), IdleStagesClosed),
@@ -238,6 +243,8 @@ public sealed class ServerCounters
     internal void AddDisconnectedActorExpired() => Interlocked.Increment(ref _disconnectedActorsExpired);
 
     internal void AddDisconnectedActorEvictedAtCap() => Interlocked.Increment(ref _disconnectedActorsEvictedAtCap);
+
+    internal void AddEmptyStageClosedAtCap() => Interlocked.Increment(ref _emptyStagesClosedAtCap);
 
     internal void AddIdleStageClosed() => Interlocked.Increment(ref _idleStagesClosed);
 

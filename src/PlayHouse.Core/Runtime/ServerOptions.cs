@@ -109,6 +109,16 @@ public sealed record ServerOptions
     /// </summary>
     public TimeSpan? IdleStageCloseAfter { get; init; } = TimeSpan.FromMinutes(1);
 
+    /// <summary>
+    /// Empty stages the server keeps open waiting for their idle close. A stage that becomes empty past it makes room by
+    /// closing the one empty longest, as its idle close would (counted in
+    /// <see cref="ServerCounters.EmptyStagesClosedAtCap"/>), unless it is not idle (a timer, a game loop or work in flight
+    /// keeps it open) or an actor joined it meanwhile; so clients naming new stage ids bound the server's memory by this cap
+    /// rather than by their rate times the idle time. Applies with or without an idle close; 0 closes a stage as soon as
+    /// it is empty and idle.
+    /// </summary>
+    public int EmptyStagesMax { get; init; } = 10_000;
+
     /// <summary>The msg id a client must send first.</summary>
     public string AuthenticateMsgId { get; init; } = "AuthenticateRequest";
 
@@ -140,6 +150,7 @@ public sealed record ServerOptions
         Require(StagesMax > 0, nameof(StagesMax));
         Require(ActorsPerStageMax > 0, nameof(ActorsPerStageMax));
         Require(DisconnectedActorsMax >= 0, nameof(DisconnectedActorsMax));
+        Require(EmptyStagesMax >= 0, nameof(EmptyStagesMax));
         Require(DisconnectedActorExpiry is null || DisconnectedActorExpiry > TimeSpan.Zero, nameof(DisconnectedActorExpiry));
         Require(IdleStageCloseAfter is null || IdleStageCloseAfter > TimeSpan.Zero, nameof(IdleStageCloseAfter));
         Require(ClientMessageQueueTimeMax is null || ClientMessageQueueTimeMax > TimeSpan.Zero, nameof(ClientMessageQueueTimeMax));

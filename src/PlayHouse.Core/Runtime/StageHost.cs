@@ -64,6 +64,8 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     private bool _housekeepingPosted;
     private bool _empty;
     private bool _idleArmPending;
+    private EmptyStage? _emptyEntry;
+    private bool _closeEarly;
     private long _emptySinceTimestamp;
 
     public StageHost(PlayServer server, StageRegistration registration, long stageId)
@@ -813,7 +815,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             // simulation that would be an event a minute ahead, keeping a world that is otherwise quiet busy).
             _empty = true;
             _emptySinceTimestamp = Time.GetTimestamp();
-            _idleArmPending = _idleDelta >= 0;
+            _idleArmPending = true;
         }
 
         if (message.Reply.IsRequest)
@@ -922,6 +924,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         _actorsByAccount.Add(auth.AccountId, actorHost);
         _actorOrder.Add(actor);
         _empty = false;
+        UnlistEmpty();
         _server.OnActorAdded();
         var bound = _server.CompleteJoin(session, actorHost);
         if (bound)
@@ -1021,6 +1024,7 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
     /// <summary>Closes the stage: timers stop, the registry forgets it, and queued messages fail with <paramref name="errorCode"/>.</summary>
     private void CloseNow(ushort errorCode, StageRemoval why)
     {
+        UnlistEmpty();
         List<StageMessage> orphans;
         using (NodeLock.Enter(_gate))
         {
@@ -1200,10 +1204,58 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             _mailbox.ReleaseStorageIfEmpty();
         }
 
+        ListEmpty();
         if (_idleDelta >= 0)
         {
             ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
         }
+    }
+
+    /// <summary>Enters the server's list of empty stages; the ones empty longest past its cap are asked to close early.</summary>
+    private void ListEmpty()
+    {
+        if (_emptyEntry is not null)
+        {
+            return;
+        }
+
+        _emptyEntry = new EmptyStage(this);
+        if (_server.EmptyStages.Add(_emptyEntry) is { } evicted)
+        {
+            foreach (var oldest in evicted)
+            {
+                oldest.Stage.RequestEarlyClose();
+            }
+        }
+    }
+
+    /// <summary>Leaves the server's list of empty stages (an actor joined, or the stage closes).</summary>
+    private void UnlistEmpty()
+    {
+        if (_emptyEntry is { } entry)
+        {
+            _emptyEntry = null;
+            _server.EmptyStages.End(entry);
+        }
+    }
+
+    /// <summary>
+    /// The server's cap on empty stages chose this one (any thread): its housekeeping closes it now if it is still empty
+    /// and idle, as its idle close would later.
+    /// </summary>
+    private void RequestEarlyClose()
+    {
+        using (NodeLock.Enter(_gate))
+        {
+            if (_state == StageState.Closed)
+            {
+                return;
+            }
+
+            _closeEarly = true;
+        }
+
+        OnHousekeepingDue();
     }
 
     /// <summary>After a message: a stage created empty arms its idle close once nothing is queued any more and it is still empty.</summary>
@@ -1224,7 +1276,11 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
         }
 
         _idleArmPending = false;
-        ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
+        ListEmpty();
+        if (_idleDelta >= 0)
+        {
+            ArmHousekeeping(SaturatingAdd(_emptySinceTimestamp, _idleDelta));
+        }
     }
 
     /// <summary>Arms the housekeeping timer for <paramref name="dueTimestamp"/> unless it is already armed for that or earlier.</summary>
@@ -1263,9 +1319,12 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
 
     private async ValueTask RunHousekeeping()
     {
+        bool early;
         using (NodeLock.Enter(_gate))
         {
             _housekeepingPosted = false;
+            early = _closeEarly;
+            _closeEarly = false;
         }
 
         _housekeepingDueTimestamp = long.MaxValue;
@@ -1287,17 +1346,30 @@ internal sealed class StageHost : IThreadPoolWorkItem, IStageLink
             }
         }
 
-        if (_empty && _idleDelta >= 0 && now - _emptySinceTimestamp >= _idleDelta)
+        var idleTimeUp = _idleDelta >= 0 && now - _emptySinceTimestamp >= _idleDelta;
+        if (_empty && (idleTimeUp || early))
         {
             if (_timers.Count == 0 && _gameLoop is null && _offStageInFlight == 0 && _server.TryRetireIdleStage(this))
             {
-                Counters.AddIdleStageClosed();
+                if (idleTimeUp)
+                {
+                    Counters.AddIdleStageClosed();
+                }
+                else
+                {
+                    Counters.AddEmptyStageClosedAtCap();
+                }
+
                 await DestroyStage();
                 return;
             }
 
-            // Timers, a game loop, work in flight or queued messages: the stage is not idle, so the span starts again.
-            _emptySinceTimestamp = now;
+            // Timers, a game loop, work in flight or queued messages: the stage is not idle, so the span starts again
+            // (an early close asked by the cap just does not happen; the stage has left the list of empty stages).
+            if (idleTimeUp)
+            {
+                _emptySinceTimestamp = now;
+            }
         }
 
         var next = _disconnected?.NextDeadlineTimestamp ?? long.MaxValue;

@@ -22,7 +22,7 @@ public sealed class DisconnectedActorQueueTests
             else
             {
                 // Reconnected or evicted: the ledger ends the wait while the entry is still queued.
-                wait.State = i % 2 == 0 ? WaitingActorState.Ended : WaitingActorState.Evicted;
+                wait.State = i % 2 == 0 ? CapEntryState.Ended : CapEntryState.Evicted;
             }
 
             largest = Math.Max(largest, queue.Count);

@@ -275,6 +275,60 @@ public sealed class RegistryLimitTests
     }
 
     [Fact]
+    public void StageBecomingEmptyPastEmptyStagesMax_ClosesTheStageEmptyLongest_BeforeItsIdleTime()
+    {
+        // No actor waits after its disconnect, so each stage is empty as soon as its client goes.
+        using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 0, EmptyStagesMax = 1 });
+        h.Join(1, accountId: 1).Disconnect();
+        h.Pump();
+        var firstOpenAlone = h.Play.HasStage(1);
+        h.Join(2, accountId: 2).Disconnect();
+        h.Pump();
+
+        Assert.True(firstOpenAlone);
+        Assert.False(h.Play.HasStage(1));
+        Assert.True(h.Play.HasStage(2));
+        Assert.Equal(1, h.Play.Counters.EmptyStagesClosedAtCap);
+        Assert.Equal(0, h.Play.Counters.IdleStagesClosed);
+        Assert.Equal(1, h.Play.EmptyStageCount);
+        Assert.Equal(1, h.Events.EventsOf(1).Count(e => e == LifecycleEvent.StageDestroy));
+    }
+
+    [Fact]
+    public void EmptyStagesMax_SparesAStageJoinedAgain_AndOneWithARunningTimer()
+    {
+        using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 0, EmptyStagesMax = 1 });
+        h.CreateStage(1);
+        h.Stages[1].Link.AddRepeatTimer(TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(1), () => { });
+        h.Join(2, accountId: 2).Disconnect();
+        h.Pump();
+        var timedStageOpen = h.Play.HasStage(1);
+
+        // Stage 2 is the oldest empty one now; an account joins it before a third stage empties.
+        h.Join(2, accountId: 3);
+        h.Join(3, accountId: 4).Disconnect();
+        h.Pump();
+
+        Assert.True(timedStageOpen);
+        Assert.True(h.Play.HasStage(1));
+        Assert.True(h.Play.HasStage(2));
+        Assert.True(h.Play.HasStage(3));
+        Assert.Equal(0, h.Play.Counters.EmptyStagesClosedAtCap);
+    }
+
+    [Fact]
+    public void EmptyStagesMax_Zero_ClosesAStageAsSoonAsItIsEmpty_EvenWithoutAnIdleClose()
+    {
+        using var h = new RuntimeHarness(Options() with { DisconnectedActorsMax = 0, EmptyStagesMax = 0, IdleStageCloseAfter = null });
+        h.Join(1, accountId: 1).Disconnect();
+        h.Pump();
+
+        Assert.False(h.Play.HasStage(1));
+        Assert.Equal(1, h.Play.Counters.EmptyStagesClosedAtCap);
+        Assert.Equal(0, h.Play.EmptyStageCount);
+    }
+
+    [Fact]
     public void IdleStage_ClosedThenJoinedAgain_IsCreatedAnewUnderTheSameId()
     {
         using var h = new RuntimeHarness(Options());
@@ -326,6 +380,7 @@ public sealed class RegistryLimitTests
     [InlineData(nameof(ServerOptions.ActorsPerStageMax))]
     [InlineData(nameof(ServerOptions.DisconnectedActorExpiry))]
     [InlineData(nameof(ServerOptions.DisconnectedActorsMax))]
+    [InlineData(nameof(ServerOptions.EmptyStagesMax))]
     [InlineData(nameof(ServerOptions.IdleStageCloseAfter))]
     public void Options_OutOfRange_AreRefusedByName(string name)
     {
@@ -335,6 +390,7 @@ public sealed class RegistryLimitTests
             nameof(ServerOptions.ActorsPerStageMax) => new ServerOptions { ActorsPerStageMax = 0 },
             nameof(ServerOptions.DisconnectedActorExpiry) => new ServerOptions { DisconnectedActorExpiry = TimeSpan.Zero },
             nameof(ServerOptions.DisconnectedActorsMax) => new ServerOptions { DisconnectedActorsMax = -1 },
+            nameof(ServerOptions.EmptyStagesMax) => new ServerOptions { EmptyStagesMax = -1 },
             _ => new ServerOptions { IdleStageCloseAfter = TimeSpan.FromSeconds(-1) },
         };
 

@@ -94,11 +94,20 @@ public sealed class RegistryChurnTests
     }
 
     [Fact]
-    public void Churn_UnderAnyCapOfWaitingActors_PassesEveryChecker_NeverHoldsMoreThanTheCap_AndEndsHoldingNothing()
+    public void Churn_UnderAnyCapsOfWaitingActorsAndEmptyStages_PassesEveryChecker_NeverHoldsMoreThanTheCap_AndEndsHoldingNothing()
     {
-        var runner = CheckCaps(NodeParts.Standard, PropertyDepth.Cases(60), "registry-churn-waiting-cap");
+        long evicted = 0, closedEarly = 0;
+        var runner = CheckCaps(NodeParts.Standard, PropertyDepth.Cases(60), "registry-churn-waiting-cap", run =>
+        {
+            evicted += run.Counters.DisconnectedActorsEvictedAtCap;
+            closedEarly += run.Counters.EmptyStagesClosedAtCap;
+        });
 
         runner.ThrowIfFailed();
+
+        // The cases reach both caps, so the property judged them.
+        evicted.ShouldBeGreaterThan(0);
+        closedEarly.ShouldBeGreaterThan(0);
     }
 
     [Fact]
@@ -112,12 +121,13 @@ public sealed class RegistryChurnTests
         shrunk.Clients.ShouldBeLessThanOrEqualTo(6);
     }
 
-    private static ModelRunner CheckCaps(NodeParts parts, int count, string name)
+    private static ModelRunner CheckCaps(NodeParts parts, int count, string name, Action<RegistryChurnResult>? observe = null)
     {
         var runner = new ModelRunner();
         var property = Prop.ForAll(CapCase.Arbitrary(), c =>
         {
             var run = RegistryChurn.Run((ulong)c.Seed, c.ToOptions(), parts);
+            observe?.Invoke(run);
             var why = run.FirstViolation?.ToString()
                 ?? (run.Unexpected != 0 ? $"{run.Unexpected} unexpected answers" : null)
                 ?? (run.WaitingActorsHighWater > c.Cap ? $"{run.WaitingActorsHighWater} actors waited at once, over the cap" : null)
@@ -132,8 +142,8 @@ public sealed class RegistryChurnTests
         return runner;
     }
 
-    /// <summary>A churn with a cap of waiting actors from 0 up, few or many clients and reconnects; shrinks towards fewer clients and cycles.</summary>
-    private sealed record CapCase(int Seed, int Cap, int Clients, int Cycles, int StageIds, int ReconnectPercent)
+    /// <summary>A churn with caps of waiting actors and empty stages from 0 up, few or many clients and reconnects; shrinks towards fewer clients and cycles.</summary>
+    private sealed record CapCase(int Seed, int Cap, int EmptyCap, int Clients, int Cycles, int StageIds, int ReconnectPercent)
     {
         public RegistryChurnOptions ToOptions()
         {
@@ -144,18 +154,19 @@ public sealed class RegistryChurnTests
                 CyclesPerClient = Cycles,
                 StageIds = StageIds,
                 ReconnectProbability = ReconnectPercent / 100.0,
-                Server = defaults.Server with { DisconnectedActorsMax = Cap },
+                Server = defaults.Server with { DisconnectedActorsMax = Cap, EmptyStagesMax = EmptyCap },
             };
         }
 
         public static Arbitrary<CapCase> Arbitrary() => Arb.From(
             from seed in Gen.Choose(1, int.MaxValue)
             from cap in Gen.Frequency((1, Gen.Constant(0)), (4, Gen.Choose(1, 6)), (1, Gen.Choose(7, 40)))
+            from emptyCap in Gen.Frequency((1, Gen.Constant(0)), (2, Gen.Choose(1, 3)), (2, Gen.Constant(10_000)))
             from clients in Gen.Choose(1, 12)
             from cycles in Gen.Choose(1, 8)
             from stageIds in Gen.Choose(1, 8)
             from reconnect in Gen.Elements(0, 35, 90)
-            select new CapCase(seed, cap, clients, cycles, stageIds, reconnect),
+            select new CapCase(seed, cap, emptyCap, clients, cycles, stageIds, reconnect),
             Shrink);
 
         private static IEnumerable<CapCase> Shrink(CapCase c)
