@@ -267,63 +267,50 @@ public sealed class TcpCommandTests
     [Fact]
     public async Task Serve_WithDisconnectedActorsMaxOne_EvictsTheEarlierDisconnectedActors_AndCountsThem()
     {
-        var output = new PortWatchingWriter();
-        var error = new StringWriter();
-        using var stop = new CancellationTokenSource();
-        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", "--disconnected-actors-max", "1"], output, error, interactive: false, stop.Token));
-        var port = await output.Port.WaitAsync(Patience);
-        var endPoint = new IPEndPoint(IPAddress.Loopback, port);
+        // Three accounts come and go in stage 1.
+        var output = await ServeThreeComingAndGoing(["--disconnected-actors-max", "1"], i => (1, i));
 
-        for (byte account = 1; account <= 3; account++)
-        {
-            using (var client = await TcpPlayClient.ConnectAsync(endPoint, new TcpPlayClientOptions { RequestTimeout = Patience }))
-            {
-                var joined = await client.AuthenticateAsync(1, [account]).WaitAsync(Patience);
-                Assert.True(joined.IsSuccess, $"account {account}: error {joined.ErrorCode}");
-            }
-
-            // Room for the server to see the close before the next account comes; the stop's drain would handle it anyway.
-            await Task.Delay(200);
-        }
-
-        await stop.CancelAsync();
-        var exit = await serve.WaitAsync(Patience);
-
-        Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
-        Assert.Contains("disconnected-actors-max=1", output.Text, StringComparison.Ordinal);
-        Assert.Contains("server.DisconnectedActorsEvictedAtCap=2\n", output.Text, StringComparison.Ordinal);
-        Assert.Contains(" waiting-actors=1 waiting-high-water=1", output.Text, StringComparison.Ordinal);
+        Assert.Contains("disconnected-actors-max=1", output, StringComparison.Ordinal);
+        Assert.Contains("server.DisconnectedActorsEvictedAtCap=2\n", output, StringComparison.Ordinal);
+        Assert.Contains(" waiting-actors=1 waiting-high-water=1", output, StringComparison.Ordinal);
     }
 
     [Fact]
     public async Task Serve_WithEmptyStagesMaxOne_ClosesTheEarlierEmptyStages_AndCountsThem()
     {
+        // One account each in stages 1, 2 and 3, none waiting after it goes, so each stage is empty once its client left.
+        var output = await ServeThreeComingAndGoing(["--disconnected-actors-max", "0", "--empty-stages-max", "1"], i => (i, i));
+
+        Assert.Contains("empty-stages-max=1", output, StringComparison.Ordinal);
+        Assert.Contains("server.EmptyStagesClosedAtCap=2\n", output, StringComparison.Ordinal);
+        Assert.Contains("serve.registry=live-stages=1 ", output, StringComparison.Ordinal);
+    }
+
+    /// <summary>Serves with <paramref name="options"/> while three clients in turn authenticate (stage and account of each) and leave; returns what serve printed.</summary>
+    private static async Task<string> ServeThreeComingAndGoing(string[] options, Func<byte, (long StageId, byte Account)> place)
+    {
         var output = new PortWatchingWriter();
         var error = new StringWriter();
         using var stop = new CancellationTokenSource();
-        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", "--disconnected-actors-max", "0", "--empty-stages-max", "1"], output, error, interactive: false, stop.Token));
-        var port = await output.Port.WaitAsync(Patience);
-        var endPoint = new IPEndPoint(IPAddress.Loopback, port);
-
-        for (byte stage = 1; stage <= 3; stage++)
+        var serve = Task.Run(() => SimCli.Run(["serve", "--port", "0", .. options], output, error, interactive: false, stop.Token));
+        var endPoint = new IPEndPoint(IPAddress.Loopback, await output.Port.WaitAsync(Patience));
+        for (byte i = 1; i <= 3; i++)
         {
+            var (stageId, account) = place(i);
             using (var client = await TcpPlayClient.ConnectAsync(endPoint, new TcpPlayClientOptions { RequestTimeout = Patience }))
             {
-                var joined = await client.AuthenticateAsync(stage, [stage]).WaitAsync(Patience);
-                Assert.True(joined.IsSuccess, $"stage {stage}: error {joined.ErrorCode}");
+                var joined = await client.AuthenticateAsync(stageId, [account]).WaitAsync(Patience);
+                Assert.True(joined.IsSuccess, $"client {i}: error {joined.ErrorCode}");
             }
 
-            // Room for the server to see the close before the next stage fills; the stop's drain would handle it anyway.
+            // Room for the server to see the close before the next client comes; the stop's drain would handle it anyway.
             await Task.Delay(200);
         }
 
         await stop.CancelAsync();
         var exit = await serve.WaitAsync(Patience);
-
         Assert.True(exit == 0, $"exit {exit}\n{output.Text}\n{error}");
-        Assert.Contains("empty-stages-max=1", output.Text, StringComparison.Ordinal);
-        Assert.Contains("server.EmptyStagesClosedAtCap=2\n", output.Text, StringComparison.Ordinal);
-        Assert.Contains("serve.registry=live-stages=1 ", output.Text, StringComparison.Ordinal);
+        return output.Text;
     }
 
     [Theory]
