@@ -34,6 +34,26 @@ public sealed class SoakCommandTests
     }
 
     [Fact]
+    public void Soak_WithSmallCapsAndNoTimePolicies_EvictsAndClosesAcrossThreads_AndLosesNothing()
+    {
+        // Real sockets and the thread pool: every disconnect past five waiting actors evicts one in its own stage, and
+        // every stage left empty past five empty ones closes early, while clients run 16 to 64 at once.
+        var result = CliHarness.Run(
+            "soak", "--cycles", "2000", "--parallel", "16,32,64", "--stage-ids", "1000", "--sample-every", "1000",
+            "--actor-expiry-ms", "0", "--idle-stage-close-ms", "0", "--disconnected-actors-max", "5", "--empty-stages-max", "5",
+            "--working-set-budget-mb", "100000", "--live-heap-budget-mb", "100000");
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Contains("cycles ok=2000 hostile-closed=0 refused-at-cap=0 lost=0 ", result.Output, StringComparison.Ordinal);
+        Assert.StartsWith("0 ", result.Value("leaked.sessions"), StringComparison.Ordinal);
+        Assert.StartsWith("0 ", result.Value("buffers.outstanding"), StringComparison.Ordinal);
+        Assert.Contains(" waiting-high-water=5 ", result.Output, StringComparison.Ordinal);
+        Assert.InRange(long.Parse(result.Value("server.DisconnectedActorsEvictedAtCap")!, System.Globalization.CultureInfo.InvariantCulture), 1900, 1995);
+        Assert.InRange(long.Parse(result.Value("server.EmptyStagesClosedAtCap")!, System.Globalization.CultureInfo.InvariantCulture), 500, 1995);
+        Assert.Null(result.Value("server.DisconnectedActorsExpired"));
+    }
+
+    [Fact]
     public void Soak_AtAStageCapBelowTheStageIds_CountsTheRefusalsAsAnsweredNotLost()
     {
         // Nothing expires or closes here, so the first fifty stage ids keep their stages and every later one is refused.
