@@ -41,7 +41,7 @@ public sealed class ListAndBenchTests
         Assert.True(result.ExitCode == 0, result.ToString());
         Assert.Equal("104", result.Value("warmUp.requests"));
         Assert.Equal("pass", result.Value("warmUp.outcome"));
-        foreach (var key in new[] { "sim.roundTripsPerSecond", "bare.roundTripsPerSecond", "ratio.median", "sim.bytesPerMessage", "bare.bytesPerMessage", "processors", "gc" })
+        foreach (var key in new[] { "sim.roundTripsPerSecond", "bare.roundTripsPerSecond", "ratio.median", "sim.bytesPerMessage", "bare.bytesPerMessage", "processors", "gc", "bare.rateSpread", "steadiness", "load-average-end" })
         {
             Assert.True(result.Value(key) is not null, $"no {key}\n{result}");
         }
@@ -50,6 +50,8 @@ public sealed class ListAndBenchTests
         Assert.True(double.Parse(result.Value("bare.roundTripsPerSecond")!, CultureInfo.InvariantCulture) > 0);
         Assert.Equal(Environment.ProcessorCount.ToString(CultureInfo.InvariantCulture), result.Value("processors"));
         Assert.Equal("pass", result.Value("sim.outcome"));
+        Assert.StartsWith("machine cpu=", result.Lines[1], StringComparison.Ordinal);
+        Assert.Matches("^(steady|unsteady) \\(the bare loop's rate varied ", result.Value("steadiness")!);
 
         // An even number of repeats, at least four, alternating which side goes first.
         var repeats = int.Parse(result.Value("repeats")!, CultureInfo.InvariantCulture);
@@ -110,6 +112,10 @@ public sealed class ListAndBenchTests
         Assert.NotNull(result.Value("scale.wallSeconds"));
         Assert.NotNull(result.Value("scale.virtualSeconds"));
         Assert.Contains("lossPercent=1 ", result.Lines[0], StringComparison.Ordinal);
+
+        // Each run's banner is followed by the machine it ran on; the load average is printed again at the end.
+        Assert.All(result.Lines.Select((line, i) => (line, i)).Where(x => x.line.StartsWith("SEED=", StringComparison.Ordinal)), x => Assert.StartsWith("machine cpu=", result.Lines[x.i + 1], StringComparison.Ordinal));
+        Assert.NotNull(result.Value("load-average-end"));
     }
 
     [Fact]

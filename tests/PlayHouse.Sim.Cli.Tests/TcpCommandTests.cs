@@ -336,10 +336,14 @@ public sealed class TcpCommandTests
         var result = CliHarness.Run("bench", "tcp", "--connections", "2", "--in-flight", "2", "--payload-bytes", "16", "--repeats", "2", "--duration-ms", "100", "--warm-up-ms", "20", "--rtt-samples", "50");
 
         Assert.True(result.ExitCode == 0, result.ToString());
-        foreach (var key in new[] { "core.roundTripsPerSecond", "raw.roundTripsPerSecond", "ratio.median", "core.bytesPerMessage", "raw.bytesPerMessage", "core.gen2", "core.rttMsP50", "core.rttMsP99", "raw.rttMsP50", "raw.rttMsP99", "processors", "gc", "budget.ratio", "budget.bytesPerMessage", "budget.gen2", "core.cpuMicrosecondsPerMessage", "raw.cpuMicrosecondsPerMessage", "ratio.cpu", "core.contextSwitchesPerMessage", "raw.contextSwitchesPerMessage", "core.framesPerSendCall", "raw.framesPerSendCall", "core.framesPerReceiveCall", "raw.framesPerReceiveCall" })
+        foreach (var key in new[] { "core.roundTripsPerSecond", "raw.roundTripsPerSecond", "ratio.median", "core.bytesPerMessage", "raw.bytesPerMessage", "core.gen2", "core.rttMsP50", "core.rttMsP99", "raw.rttMsP50", "raw.rttMsP99", "processors", "gc", "budget.ratio", "budget.bytesPerMessage", "budget.gen2", "core.cpuMicrosecondsPerMessage", "raw.cpuMicrosecondsPerMessage", "ratio.cpu", "core.contextSwitchesPerMessage", "raw.contextSwitchesPerMessage", "core.framesPerSendCall", "raw.framesPerSendCall", "core.framesPerReceiveCall", "raw.framesPerReceiveCall", "raw.rateSpread", "steadiness", "load-average-end" })
         {
             Assert.True(result.Value(key) is not null, $"no {key}\n{result}");
         }
+
+        // The machine follows the options line, so two reports can be told apart by where they ran.
+        Assert.StartsWith("machine cpu=", result.Lines[1], StringComparison.Ordinal);
+        Assert.Matches("^(steady|unsteady) \\(the raw echo's rate varied ", result.Value("steadiness")!);
 
         Assert.True(double.Parse(result.Value("core.roundTripsPerSecond")!, CultureInfo.InvariantCulture) > 0, result.ToString());
         Assert.True(double.Parse(result.Value("raw.roundTripsPerSecond")!, CultureInfo.InvariantCulture) > 0, result.ToString());
@@ -357,6 +361,11 @@ public sealed class TcpCommandTests
 
         Assert.True(result.ExitCode == 0, result.ToString());
         Assert.Equal("bench churn parallel=1,2 payload-bytes=64 repeats=2 duration-ms=100 warm-up-ms=20", result.Lines[0]);
+        Assert.StartsWith("machine cpu=", result.Lines[1], StringComparison.Ordinal);
+        Assert.NotNull(result.Value("churn.1.raw.rateSpread"));
+        Assert.NotNull(result.Value("churn.2.raw.rateSpread"));
+        Assert.Matches("^(steady|unsteady) \\(the raw echo \\(at its least steady level\\)'s rate varied ", result.Value("steadiness")!);
+        Assert.NotNull(result.Value("load-average-end"));
         foreach (var level in new[] { "1", "2" })
         {
             foreach (var key in new[] { "core.cyclesPerSecond", "raw.cyclesPerSecond", "ratio.median", "core.cpuMicrosecondsPerCycle", "raw.cpuMicrosecondsPerCycle" })
