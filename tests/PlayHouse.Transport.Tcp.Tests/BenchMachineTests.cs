@@ -13,7 +13,7 @@ public sealed class BenchMachineTests
         var spread = BenchMachine.Spread(rates);
 
         Assert.Equal((1_352_956 - 1_318_276) / 1_329_082.0, spread, precision: 9);
-        Assert.StartsWith("steady (the raw echo's rate varied 2.6% across the repeats, within 10%)", BenchMachine.Steadiness("the raw echo", spread), StringComparison.Ordinal);
+        Assert.StartsWith("steady (the rate of the raw echo varied 2.6% across the repeats, within 10%)", BenchMachine.Steadiness("the raw echo", spread), StringComparison.Ordinal);
     }
 
     [Fact]
@@ -26,7 +26,7 @@ public sealed class BenchMachineTests
         var verdict = BenchMachine.Steadiness("the raw echo", spread);
 
         Assert.True(spread > BenchMachine.SteadySpreadMax, spread.ToString(System.Globalization.CultureInfo.InvariantCulture));
-        Assert.StartsWith("unsteady (the raw echo's rate varied 22", verdict, StringComparison.Ordinal);
+        Assert.StartsWith("unsteady (the rate of the raw echo varied 22", verdict, StringComparison.Ordinal);
         Assert.Contains("compare the medians of several runs", verdict, StringComparison.Ordinal);
     }
 
