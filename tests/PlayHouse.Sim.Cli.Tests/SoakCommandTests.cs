@@ -16,6 +16,7 @@ public sealed class SoakCommandTests
         Assert.True(result.ExitCode == 0, result.ToString());
         Assert.StartsWith("soak cycles=2000 parallel=16,32,64 stage-ids=100 hostile-every=10 ", result.Lines[0], StringComparison.Ordinal);
         Assert.StartsWith("machine cpu=", result.Lines[1], StringComparison.Ordinal);
+        Assert.StartsWith("load-average-end=", result.Lines[^1], StringComparison.Ordinal);
         Assert.Equal(3, result.Lines.Count(l => l.StartsWith("progress ", StringComparison.Ordinal)));
         Assert.Contains(result.Lines, l => l.StartsWith("progress 500/2000 parallel=16 ", StringComparison.Ordinal));
         Assert.Contains(result.Lines, l => l.StartsWith("phase.parallel-64 cycles=", StringComparison.Ordinal));
