@@ -113,6 +113,10 @@ public sealed class ListAndBenchTests
         Assert.NotNull(result.Value("scale.virtualSeconds"));
         Assert.Contains("lossPercent=1 ", result.Lines[0], StringComparison.Ordinal);
 
+        // What the JIT compiled during the measured run: seconds on every thread and methods, both counted, so never negative.
+        Assert.True(double.Parse(result.Value("scale.jitSeconds")!, CultureInfo.InvariantCulture) >= 0, result.ToString());
+        Assert.True(long.Parse(result.Value("scale.methodsCompiled")!, CultureInfo.InvariantCulture) >= 0, result.ToString());
+
         // Each run's banner is followed by the machine it ran on; the load average is printed again at the end.
         Assert.All(result.Lines.Select((line, i) => (line, i)).Where(x => x.line.StartsWith("SEED=", StringComparison.Ordinal)), x => Assert.StartsWith("machine cpu=", result.Lines[x.i + 1], StringComparison.Ordinal));
         Assert.NotNull(result.Value("load-average-end"));
@@ -180,7 +184,7 @@ public sealed class ListAndBenchTests
         Assert.True(result.Lines.ToList().FindIndex(l => l.StartsWith("curve.20=", StringComparison.Ordinal)) < result.Lines.ToList().FindIndex(l => l.StartsWith("curve.40=", StringComparison.Ordinal)), result.ToString());
         Assert.Contains(" roundTrips:60 ", small, StringComparison.Ordinal);
         Assert.Contains(" roundTrips:120 ", large, StringComparison.Ordinal);
-        foreach (var field in new[] { "wallSeconds:", "events:", "cpuSeconds:", "cpuMicrosecondsPerEvent:", "gcHeapBytesPeak:", "workingSetBytesPeak:", "gen2:" })
+        foreach (var field in new[] { "wallSeconds:", "events:", "cpuSeconds:", "cpuMicrosecondsPerEvent:", "jitSeconds:", "gcHeapBytesPeak:", "workingSetBytesPeak:", "gen2:" })
         {
             Assert.Contains(field, large, StringComparison.Ordinal);
         }
