@@ -46,7 +46,7 @@ internal static class PageDocument
         }
 
         writer.Write("</script>\n");
-        foreach (var script in scripts)
+        foreach (var script in scripts.Prepend("page-data.js"))
         {
             writer.Write("<script>\n");
             writer.Write(Asset(script));

@@ -39,6 +39,12 @@ public sealed record RunSettings
     /// </summary>
     public RunScratch? Scratch { get; init; }
 
+    /// <summary>
+    /// Receives the run's round-trip samples when it ends (merged in, so one histogram can gather many runs: a swarm's
+    /// latency distribution per scenario), or null. It must have <see cref="LatencyHistogram"/>'s default layout.
+    /// </summary>
+    public LatencyHistogram? RttSink { get; init; }
+
     /// <summary>Watches the run from its first event to its end (a timeline being recorded), or null.</summary>
     public IRunRecorder? Recorder { get; init; }
 }
@@ -190,6 +196,7 @@ public static class SimRunner
         }
         finally
         {
+            settings.RttSink?.Merge(rtt);
             if (cluster is not null && checkers is not null)
             {
                 settings.Recorder?.OnEnd(cluster, checkers);

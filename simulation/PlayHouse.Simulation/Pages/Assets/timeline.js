@@ -20,18 +20,6 @@
     return (abs === 0 ? "0" : abs >= 100 ? ms.toFixed(1) : abs >= 1 ? ms.toFixed(3) : ms.toFixed(4)) + " ms";
   };
 
-  async function loadData() {
-    const node = document.getElementById("page-data");
-    if (node.dataset.encoding === "gzip-base64") {
-      const text = atob(node.textContent.trim());
-      const bytes = new Uint8Array(text.length);
-      for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-      const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-      return JSON.parse(await new Response(stream).text());
-    }
-    return JSON.parse(node.textContent);
-  }
-
   // Columns of times stored as differences from the previous item become absolute times.
   function prefix(deltas) {
     const out = new Float64Array(deltas.length);
@@ -530,7 +518,7 @@
     render();
   }
 
-  loadData().then(data => {
+  window.playHousePageData().then(data => {
     stats.parsed = performance.now();
     const T = decode(data);
     stats.decoded = performance.now();
