@@ -388,6 +388,8 @@
       svg += "</g>" + axis(v);
       ui.svg.innerHTML = svg;
       ui.svg.dataset.mode = detailed ? "detailed" : "aggregated";
+      // What is on screen, for anyone checking the drawing against the data (the page tests do).
+      window.timelineView = { from: state.from, to: state.to, labelWidth: LABEL_W, plotWidth: v.plotW, mode: ui.svg.dataset.mode, rows: rows.length };
       document.getElementById("window-from").value = (state.from / TICKS_PER_MS).toFixed(3);
       document.getElementById("window-to").value = (state.to / TICKS_PER_MS).toFixed(3);
       document.getElementById("status").textContent =
