@@ -134,7 +134,22 @@ public sealed class TimelinePageBrowserTests(HeadlessChromium chromium, ITestOut
         Assert.Equal(timeline.Messages.Count(m => m.SentTicks <= to && m.EndTicks >= from), await page.Eval<int>("document.querySelectorAll('#arrows line.arrow').length"));
         await page.Screenshot("timeline-large-zoomed");
         page.AssertNoErrors();
+
+        // A page written by the runner (docs/timeline.md measures one of a million events this way) loads the same.
+        if (Environment.GetEnvironmentVariable(MeasureVariable) is { Length: > 0 } measured)
+        {
+            await using var big = await chromium.OpenAsync(measured, height: 1000);
+            var stats = await big.Eval<double[]>("[window.timelineStats.parsed - window.timelineStats.started, window.timelineStats.decoded - window.timelineStats.parsed, window.timelineStats.rendered - window.timelineStats.decoded, window.timelineStats.loadMs]");
+            var items = await big.Eval<int[]>("[window.timelineStats.events, window.timelineStats.messages]");
+            output.WriteLine($"{measured}: {new FileInfo(measured).Length} bytes; read and parsed {stats[0]:0} ms, decoded {stats[1]:0} ms, first draw {stats[2]:0} ms, total {stats[3]:0} ms (mode {await big.Eval<string>("window.timelineView.mode")}, {items[0]} events and {items[1]} messages; load average {File.ReadAllText("/proc/loadavg").Split(' ')[0]})");
+            var redraw = await big.Eval<double>("(() => { const t0 = performance.now(); document.getElementById('zoom-reset').click(); return new Promise(r => requestAnimationFrame(() => r(performance.now() - t0))); })()");
+            output.WriteLine($"a redraw of the whole run took {redraw:0} ms");
+            big.AssertNoErrors();
+        }
     }
+
+    /// <summary>Names a page to load and time after the large-trace test (see docs/timeline.md).</summary>
+    public const string MeasureVariable = "PLAYHOUSE_SIM_PAGE_MEASURE";
 
     private static async Task Type(LoadedPage page, string id, string text)
     {

@@ -375,7 +375,10 @@
         const y = r >= 0 ? yOf(r, v) + ROW_H / 2 : AXIS_H + 10;
         svg += `<a href="#violation-0" class="violation-marker" id="first-violation-marker"><line x1="${x}" y1="${AXIS_H}" x2="${x}" y2="${v.height}"></line>` +
           `<circle cx="${x}" cy="${y}" r="6" fill="#c62828"></circle>` +
-          `<text x="${x + 8}" y="${Math.max(AXIS_H + 12, y - 8)}">first violation: ${esc(first.checker)}</text>` +
+          // The label stays inside the plot: left of the line when the line is near the right edge.
+          (x + 180 > LABEL_W + v.plotW
+            ? `<text x="${x - 8}" y="${Math.max(AXIS_H + 12, y - 8)}" text-anchor="end">first violation: ${esc(first.checker)}</text>`
+            : `<text x="${x + 8}" y="${Math.max(AXIS_H + 12, y - 8)}">first violation: ${esc(first.checker)}</text>`) +
           `<title>${esc("[" + first.checker + "] " + first.msg)}</title></a>`;
       }
 
@@ -524,6 +527,8 @@
     stats.parsed = performance.now();
     const T = decode(data);
     stats.decoded = performance.now();
+    stats.events = T.events.n;
+    stats.messages = T.messages.n;
     start(T);
     stats.rendered = performance.now();
     stats.loadMs = stats.rendered - stats.started;
