@@ -259,14 +259,21 @@
       // Items in the window on rows that are shown (filtered and scrolled into view).
       const e0 = lowerBound(E.t, state.from, E.n), e1 = lowerBound(E.t, state.to + 1, E.n);
       const m0 = lowerBound(M.t, state.from - M.longest, M.n), m1 = lowerBound(M.t, state.to + 1, M.n);
-      let eventCount = 0, messageCount = 0;
-      for (let i = e0; i < e1; i++) { const r = rowOf[E.lane[i]]; if (evMask[i] && r >= 0 && rowShown(r)) eventCount++; }
-      for (let i = m0; i < m1; i++) {
-        if (!msgMask[i] || M.end[i] < state.from) continue;
-        const ra = rowOf[M.a[i]], rb = rowOf[M.b[i]];
-        if (ra >= 0 && rb >= 0 && (rowShown(ra) || rowShown(rb) || (ra < r0) !== (rb < r0))) messageCount++;
+      // Exact counts decide between drawing and counting; a window with far more items than could ever be drawn
+      // skips that pass (the per-pixel counts below are its only pass over the items).
+      let eventCount = e1 - e0, messageCount = m1 - m0;
+      const surely = eventCount + messageCount > 25 * DETAIL_MAX;
+      if (!surely) {
+        eventCount = 0;
+        messageCount = 0;
+        for (let i = e0; i < e1; i++) { const r = rowOf[E.lane[i]]; if (evMask[i] && r >= 0 && rowShown(r)) eventCount++; }
+        for (let i = m0; i < m1; i++) {
+          if (!msgMask[i] || M.end[i] < state.from) continue;
+          const ra = rowOf[M.a[i]], rb = rowOf[M.b[i]];
+          if (ra >= 0 && rb >= 0 && (rowShown(ra) || rowShown(rb) || (ra < r0) !== (rb < r0))) messageCount++;
+        }
       }
-      const detailed = eventCount + messageCount <= DETAIL_MAX;
+      const detailed = !surely && eventCount + messageCount <= DETAIL_MAX;
 
       let svg = `<defs><marker id="arrowhead" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="#4a6fa5"></path></marker>` +
         `<marker id="lostmark" viewBox="0 0 8 8" refX="4" refY="4" markerWidth="8" markerHeight="8"><path d="M0,0 L8,8 M8,0 L0,8" stroke="#c62828" stroke-width="1.6"></path></marker>` +
@@ -359,7 +366,7 @@
             ctx.fillRect(LABEL_W + b * (v.plotW / bins), y, Math.max(1, v.plotW / bins), ROW_H - 6);
           }
         }
-        svg += `<text class="agg-note" id="aggregated" x="${LABEL_W + 4}" y="${v.height - 6}">${eventCount} events and ${messageCount} messages here: drawn as counts per pixel column; zoom in (wheel, drag, or the window fields) to see each one</text>`;
+        svg += `<text class="agg-note" id="aggregated" x="${LABEL_W + 4}" y="${v.height - 6}">${surely ? "up to " : ""}${eventCount} events and ${messageCount} messages here: drawn as counts per pixel column; zoom in (wheel, drag, or the window fields) to see each one</text>`;
       }
 
       svg += '<g id="violation-marks" clip-path="url(#plot-clip)">';
@@ -396,7 +403,7 @@
       document.getElementById("window-from").value = (state.from / TICKS_PER_MS).toFixed(3);
       document.getElementById("window-to").value = (state.to / TICKS_PER_MS).toFixed(3);
       document.getElementById("status").textContent =
-        `${rows.length} lanes shown; window ${fmtMs(state.from)} to ${fmtMs(state.to)}: ${eventCount} events, ${messageCount} messages ${detailed ? "drawn" : "counted"}`;
+        `${rows.length} lanes shown; window ${fmtMs(state.from)} to ${fmtMs(state.to)}: ${surely ? "up to " : ""}${eventCount} events, ${messageCount} messages ${detailed ? "drawn" : "counted"}`;
     }
 
     let pending = false;
