@@ -1,6 +1,3 @@
-using PlayHouse.Core.Codec;
-using PlayHouse.Simulation.Runs;
-
 namespace PlayHouse.Simulation.Pages;
 
 /// <summary>
