@@ -12,23 +12,23 @@ public sealed partial class SimTimelineRecorder
         switch (record.Kind)
         {
             case "net.connect":
-            {
-                var (from, to) = Route(record.Text);
-                var client = Connect(record.A, from, to);
-                var server = Connect(record.B, to, from);
-                client.PeerId = record.B;
-                server.PeerId = record.A;
-                _builder.Instant(client.PathLane, t, "connect", $"connect {from} -> {to}", Fields(record, "clientConnection", "serverConnection", "-", "route"));
-                break;
-            }
+                {
+                    var (from, to) = Route(record.Text);
+                    var client = Connect(record.A, from, to);
+                    var server = Connect(record.B, to, from);
+                    client.PeerId = record.B;
+                    server.PeerId = record.A;
+                    _builder.Instant(client.PathLane, t, "connect", $"connect {from} -> {to}", Fields(record, "clientConnection", "serverConnection", "-", "route"));
+                    break;
+                }
 
             case "net.refused":
-            {
-                var (from, to) = Route(record.Text);
-                var client = Connect(record.A, from, to);
-                _builder.Instant(client.PathLane, t, "reset", $"refused {from} -> {to}", Fields(record, "connection", "-", "-", "route"));
-                break;
-            }
+                {
+                    var (from, to) = Route(record.Text);
+                    var client = Connect(record.A, from, to);
+                    _builder.Instant(client.PathLane, t, "reset", $"refused {from} -> {to}", Fields(record, "connection", "-", "-", "route"));
+                    break;
+                }
 
             case "net.send":
                 if (_connections.TryGetValue(record.A, out var sender))
@@ -89,13 +89,13 @@ public sealed partial class SimTimelineRecorder
                 OnPathFault(record);
                 break;
             case "net.dgram-send":
-            {
-                var (from, to) = Route(record.Text);
-                var message = _builder.Send(EndpointLane(from), EndpointLane(to), t, "datagram", (int)record.B);
-                _datagrams[record.A] = message;
-                _builder.Instant(PathLane(from, to), t, "datagram", $"datagram #{record.A} sent", Fields(record, "seq", "bytes", "-", "route"));
-                break;
-            }
+                {
+                    var (from, to) = Route(record.Text);
+                    var message = _builder.Send(EndpointLane(from), EndpointLane(to), t, "datagram", (int)record.B);
+                    _datagrams[record.A] = message;
+                    _builder.Instant(PathLane(from, to), t, "datagram", $"datagram #{record.A} sent", Fields(record, "seq", "bytes", "-", "route"));
+                    break;
+                }
 
             case "net.dgram-deliver":
             case "net.dgram-drop":

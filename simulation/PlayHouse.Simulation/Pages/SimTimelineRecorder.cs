@@ -236,12 +236,12 @@ public sealed partial class SimTimelineRecorder : IRunRecorder, ITraceListener, 
                 _builder.Fault("heal", t, t, [], step);
                 break;
             case FaultKind.Disconnect:
-            {
-                var target = StepTarget(step);
-                var lanes = _builder.LaneCount == 0 ? [] : ClientLanes(target);
-                _builder.Fault("reset", t, t, lanes, "disconnect " + step);
-                break;
-            }
+                {
+                    var target = StepTarget(step);
+                    var lanes = _builder.LaneCount == 0 ? [] : ClientLanes(target);
+                    _builder.Fault("reset", t, t, lanes, "disconnect " + step);
+                    break;
+                }
 
             case FaultKind.LatencyChange:
                 _builder.Fault("latency", t, t, [], "latency change " + step);
