@@ -37,6 +37,7 @@ public sealed class TcpClusterBuilder
     private IReadOnlyList<string> _playServerIds = [];
     private IReadOnlyList<string> _apiServerIds = [];
     private Func<string, string, IPEndPoint, IPEndPoint>? _meshRoute;
+    private NodeParts _parts = NodeParts.Standard;
 
     public TcpClusterBuilder WithPlayServers(int count)
     {
@@ -139,6 +140,13 @@ public sealed class TcpClusterBuilder
         return this;
     }
 
+    /// <summary>The parts every node is built with (a flawed twin's, in tests); the standard ones by default.</summary>
+    public TcpClusterBuilder WithNodeParts(NodeParts parts)
+    {
+        _parts = parts ?? throw new ArgumentNullException(nameof(parts));
+        return this;
+    }
+
     /// <summary>Starts every node on 127.0.0.1 with OS-chosen ports and joins them into one mesh.</summary>
     public TcpCluster Build()
     {
@@ -149,6 +157,7 @@ public sealed class TcpClusterBuilder
             ApiSetups = [.. _apiSetups],
             ServerOptions = _serverOptions,
             CheckedPools = _checkedPools,
+            Parts = _parts,
         };
         cluster.Observer = _observer?.Invoke(cluster) ?? RuntimeObserver.None;
         try
@@ -264,6 +273,8 @@ public sealed class TcpCluster : IAsyncDisposable
     internal ServerOptions ServerOptions { get; init; } = new();
 
     internal bool CheckedPools { get; init; } = true;
+
+    internal NodeParts Parts { get; init; } = NodeParts.Standard;
 
     public IReadOnlyList<TcpNode> Nodes => _nodes;
 
@@ -463,7 +474,7 @@ public sealed class TcpCluster : IAsyncDisposable
         var pool = new MessagePool(new MessagePoolOptions { CheckedMode = CheckedPools, Name = nodeId });
         var observer = new IncarnationObserver(Observer);
         var executor = new IncarnationExecutor(ThreadPoolExecutor.Instance);
-        var seams = new NodeSeams(Time, executor, EntropyRandomSource.Create(), pool) { Observer = observer };
+        var seams = new NodeSeams(Time, executor, EntropyRandomSource.Create(), pool) { Observer = observer, Parts = Parts };
         ServerNode server;
         TcpClientListener? listener = null;
         if (kind == TcpNodeKind.Play)
