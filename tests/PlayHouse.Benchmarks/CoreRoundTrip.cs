@@ -2,6 +2,7 @@ using PlayHouse.Core.Codec;
 using PlayHouse.Core.Pooling;
 using PlayHouse.Core.Runtime;
 using PlayHouse.Core.Seams;
+using PlayHouse.Sim.Tcp;
 
 namespace PlayHouse.Benchmarks;
 
@@ -21,7 +22,7 @@ namespace PlayHouse.Benchmarks;
 public sealed class CoreRoundTrip : IDisposable
 {
     private const long StageId = 1;
-    private const string MsgId = "EchoRequest";
+    private const string MsgId = EchoMsgIds.Echo;
 
     private readonly ManualExecutor _executor = new();
     private readonly PlayServer _server;
@@ -44,11 +45,13 @@ public sealed class CoreRoundTrip : IDisposable
         _executor.CanRunInline = !singleThreaded;
         var pool = new MessagePool(new MessagePoolOptions { SingleThreaded = singleThreaded, PreWarmCountPerClass = 64 });
         var seams = new NodeSeams(_clock, _executor, new Xoshiro256StarStar(1), pool);
-        _server = new PlayServer("play-bench", seams, new ServerOptions { DefaultStageType = "room", SingleThreaded = singleThreaded });
-        _server.RegisterStage("room", link => new EchoStage(link), link => new EchoActor(link));
-        var msgIds = new Utf8StringCache();
-        _serverDecoder = new ClientFrameDecoder(pool, msgIds);
-        _clientDecoder = new ServerFrameDecoder(pool, new Utf8StringCache());
+        _server = new PlayServer("play-bench", seams, new ServerOptions { DefaultStageType = EchoMsgIds.StageType, SingleThreaded = singleThreaded });
+
+        // The stage bench tcp and serve run: it answers a request with the same payload.
+        EchoStage.Register(_server);
+        // A simulated node's msg-id caches take no lock and count hits without the per-thread stripes, as here.
+        _serverDecoder = new ClientFrameDecoder(pool, new Utf8StringCache(singleThreaded: singleThreaded));
+        _clientDecoder = new ServerFrameDecoder(pool, new Utf8StringCache(singleThreaded: singleThreaded));
         _connection = new EncodingConnection(payloadBytes);
         _sessionId = _server.Connect(_connection);
         _batch = singleThreaded ? null : new ClientFrameBatch();
@@ -161,43 +164,6 @@ public sealed class CoreRoundTrip : IDisposable
         public void Close(string reason)
         {
         }
-    }
-
-    private sealed class EchoStage(IStageLink link) : IStage
-    {
-        public ValueTask<CreateResult> OnCreate(Packet packet) => ValueTask.FromResult(CreateResult.Success());
-
-        public ValueTask OnPostCreate() => ValueTask.CompletedTask;
-
-        public ValueTask<bool> OnJoinStage(IActor actor) => ValueTask.FromResult(true);
-
-        public ValueTask OnPostJoinStage(IActor actor) => ValueTask.CompletedTask;
-
-        public ValueTask OnConnectionChanged(IActor actor, bool connected) => ValueTask.CompletedTask;
-
-        public ValueTask OnDispatch(IActor actor, Packet packet)
-        {
-            link.Reply(packet, packet.MsgId, packet.Payload);
-            return ValueTask.CompletedTask;
-        }
-
-        public ValueTask OnDispatch(Packet packet) => ValueTask.CompletedTask;
-
-        public ValueTask OnDestroy() => ValueTask.CompletedTask;
-    }
-
-    private sealed class EchoActor(IActorLink link) : IActor
-    {
-        public IActorLink Link { get; } = link;
-
-        public ValueTask OnCreate() => ValueTask.CompletedTask;
-
-        public ValueTask<AuthenticateResult> OnAuthenticate(Packet packet) =>
-            ValueTask.FromResult(AuthenticateResult.Success(BitConverter.ToInt64(packet.Payload.Span)));
-
-        public ValueTask OnPostAuthenticate() => ValueTask.CompletedTask;
-
-        public ValueTask OnDestroy() => ValueTask.CompletedTask;
     }
 }
 
