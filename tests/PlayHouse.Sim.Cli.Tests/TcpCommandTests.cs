@@ -355,7 +355,7 @@ public sealed class TcpCommandTests
         Assert.Equal("2", result.Value("repeats"));
         Assert.StartsWith("order:core,raw ", result.Value("repeat.1"), StringComparison.Ordinal);
         Assert.StartsWith("order:raw,core ", result.Value("repeat.2"), StringComparison.Ordinal);
-        Assert.Contains("target >= 0.8", result.Value("budget.ratio"), StringComparison.Ordinal);
+        Assert.Contains("target >= 0.9", result.Value("budget.ratio"), StringComparison.Ordinal);
     }
 
     [Fact]

@@ -12,11 +12,13 @@ internal static class FrameWriter
     // different id than the one sent.
     private static readonly UTF8Encoding StrictUtf8 = new(encoderShouldEmitUTF8Identifier: false, throwOnInvalidBytes: true);
 
-    // Slot n holds the last msg id of n chars found to be ASCII (so n UTF-8 bytes, within the wire limit). A frame
-    // usually carries the same string instance as the last frame of that length did (a literal, or the decoder's
-    // cached id), so a reference compare replaces the validation per encode. Strings are immutable and a reference
-    // store is atomic, so any thread may read or replace a slot: whatever it finds there was validated.
-    private static readonly string?[] AsciiMsgIdsByLength = new string?[WireProtocol.MaxMsgIdBytes + 1];
+    // Slots 2n and 2n + 1 hold the last two msg ids of n chars found to be ASCII (so n UTF-8 bytes, within the wire
+    // limit). A frame usually carries a string instance a recent frame of that length did (a literal, or the decoder's
+    // cached id), so a reference compare replaces the validation per encode. Two per length, because a request's id
+    // and its reply's are often equal strings but different instances (the client's literal, the server decoder's
+    // cached copy), and one slot flipped between them at every frame. Strings are immutable and a reference store is
+    // atomic, so any thread may read or replace a slot: whatever it finds there was validated.
+    private static readonly string?[] AsciiMsgIdsByLength = new string?[2 * (WireProtocol.MaxMsgIdBytes + 1)];
 
     /// <summary>Counts the msg id in UTF-8 bytes (not chars, see bug B16) and rejects ids the length byte cannot hold.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
@@ -25,7 +27,8 @@ internal static class FrameWriter
         ArgumentNullException.ThrowIfNull(msgId);
         var length = msgId.Length;
         var known = AsciiMsgIdsByLength;
-        return (uint)length < (uint)known.Length && ReferenceEquals(known[length], msgId) ? length : CountMsgIdBytes(msgId);
+        var slot = 2 * length;
+        return (uint)(slot + 1) < (uint)known.Length && (ReferenceEquals(known[slot], msgId) || ReferenceEquals(known[slot + 1], msgId)) ? length : CountMsgIdBytes(msgId);
     }
 
     /// <summary>Computes <c>Len</c> and rejects bodies over <paramref name="maxBodyBytes"/>.</summary>
@@ -78,7 +81,10 @@ internal static class FrameWriter
 
         if (ascii)
         {
-            AsciiMsgIdsByLength[count] = msgId;
+            // The id found before moves to the second slot, so the one dropped is the one found longest ago.
+            var slot = 2 * count;
+            AsciiMsgIdsByLength[slot + 1] = AsciiMsgIdsByLength[slot];
+            AsciiMsgIdsByLength[slot] = msgId;
         }
 
         return count;

@@ -76,6 +76,11 @@ public sealed class ClientFrameBatch
         /// <summary>What the flush did with the message.</summary>
         public BatchedFrameState State;
 
+        /// <summary>The mailbox's length and its outside messages right after this one was queued (for the hooks).</summary>
+        public int MailboxLength;
+
+        public int MailboxExternalLength;
+
         /// <summary>The token the reply answers through: the ledger entry's, or none for a one-way message (or a request whose entry was never opened).</summary>
         public readonly ReplyToken Reply => MsgSeq == 0 || InboundId == 0 ? default : ReplyToken.ToClient(InboundId, MsgId, Session, MsgSeq, StageId);
 

@@ -25,7 +25,7 @@ namespace PlayHouse.Core.Runtime;
 /// </remarks>
 internal sealed class InboundLedger
 {
-    private readonly Shard[] _shards;
+    private readonly InboundLedgerShard[] _shards;
     private readonly int _shardBits;
     private readonly long _shardMask;
     private readonly int _openMax;
@@ -55,10 +55,10 @@ internal sealed class InboundLedger
 
         // The remembered expiries are split like the entries, so the ledger's memory does not grow with the shards.
         var recentPerShard = options.RecentCompletionsMax == 0 ? 0 : Math.Max(1, (options.RecentCompletionsMax + shardCount - 1) / shardCount);
-        _shards = new Shard[shardCount];
+        _shards = new InboundLedgerShard[shardCount];
         for (var i = 0; i < shardCount; i++)
         {
-            _shards[i] = new Shard(options.SingleThreaded ? null : new Lock(), recentPerShard);
+            _shards[i] = new InboundLedgerShard(options.SingleThreaded ? null : new Lock(), recentPerShard);
         }
     }
 
@@ -161,7 +161,7 @@ internal sealed class InboundLedger
         }
     }
 
-    private void AddBatchLocked(ClientFrameBatch batch, Shard shard, int index, long deadline, int admitted)
+    private void AddBatchLocked(ClientFrameBatch batch, InboundLedgerShard shard, int index, long deadline, int admitted)
     {
         for (var i = 0; i < batch.Count; i++)
         {
@@ -229,142 +229,5 @@ internal sealed class InboundLedger
         }
 
         return count;
-    }
-
-    /// <summary>
-    /// One shard: entries keyed by the shard's own consecutive sequence, so every sequence below the oldest open one
-    /// is known closed (answered or expired), and the expired ones still remembered.
-    /// </summary>
-    /// <remarks>Not thread-safe; every member but <see cref="CountUnlocked"/> runs under <see cref="Gate"/>.</remarks>
-    private sealed class Shard(Lock? gate, int recentExpiredMax)
-    {
-        private readonly Dictionary<long, long> _open = [];
-        private readonly RecentIds _expired = new(recentExpiredMax);
-        private long _nextSeq;
-        private long _oldestOpenSeq = 1;
-        private int _count;
-
-        // No open entry expires before this instant (it may be stale-early after replies; a scan makes it exact).
-        private long _earliestDeadline = long.MaxValue;
-
-        // The oldest open entry as the last sweep found it, still open (0: none known). Sequences are never reused and a
-        // deadline never changes, so until that entry is removed the next sweep that starts there with an earlier clock
-        // would look it up only to stop at it; this skips that lookup. Every removal of the entry clears it.
-        private long _knownOpenSeq;
-        private long _knownOpenDeadline;
-
-        public Lock? Gate { get; } = gate;
-
-        public int Count => _open.Count;
-
-        /// <summary>The count as last written, read by other shards without this shard's lock.</summary>
-        public int CountUnlocked => Volatile.Read(ref _count);
-
-        public long Add(long deadline)
-        {
-            var seq = ++_nextSeq;
-            _open.Add(seq, deadline);
-            Volatile.Write(ref _count, _open.Count);
-            if (deadline < _earliestDeadline)
-            {
-                _earliestDeadline = deadline;
-            }
-
-            return seq;
-        }
-
-        public InboundClose Close(long seq, long now, ServerCounters counters)
-        {
-            if (_open.Remove(seq, out var deadline))
-            {
-                Volatile.Write(ref _count, _open.Count);
-                ForgetKnownOpen(seq);
-                if (deadline > now)
-                {
-                    return InboundClose.Closed;
-                }
-
-                // Past its deadline but not yet swept: expired all the same, so the outcome never depends on a sweep.
-                counters.AddUnansweredRequestsExpired(1);
-                return InboundClose.Expired;
-            }
-
-            // Taking the id out of the expired set lets exactly one reply through after expiry; another one is refused.
-            return _expired.Remove(seq) ? InboundClose.Expired : InboundClose.AlreadyAnswered;
-        }
-
-        /// <summary>
-        /// Drops entries whose requesters' deadlines have passed: the requester has timed out, so no reply can matter
-        /// any more. The oldest go first in amortised constant time (with one timeout for all requests that is every
-        /// expired entry); <paramref name="scanAll"/> also finds entries with shorter timeouts behind longer ones.
-        /// Returns the entries left open.
-        /// </summary>
-        public int Expire(long now, bool scanAll, ServerCounters counters)
-        {
-            long expired = 0;
-            var knownOpenStops = _knownOpenSeq == _oldestOpenSeq && _knownOpenDeadline > now;
-            while (!knownOpenStops && _oldestOpenSeq <= _nextSeq)
-            {
-                if (_open.TryGetValue(_oldestOpenSeq, out var deadline))
-                {
-                    if (deadline > now)
-                    {
-                        _knownOpenSeq = _oldestOpenSeq;
-                        _knownOpenDeadline = deadline;
-                        break;
-                    }
-
-                    _open.Remove(_oldestOpenSeq);
-                    ForgetKnownOpen(_oldestOpenSeq);
-                    _expired.Add(_oldestOpenSeq);
-                    expired++;
-                }
-
-                _oldestOpenSeq++;
-            }
-
-            if (scanAll && now >= _earliestDeadline)
-            {
-                var earliest = long.MaxValue;
-                foreach (var (seq, deadline) in _open)
-                {
-                    if (deadline <= now)
-                    {
-                        // Removing the current entry while enumerating a Dictionary is allowed and keeps the enumeration valid.
-                        _open.Remove(seq);
-                        ForgetKnownOpen(seq);
-                        _expired.Add(seq);
-                        expired++;
-                    }
-                    else if (deadline < earliest)
-                    {
-                        earliest = deadline;
-                    }
-                }
-
-                _earliestDeadline = earliest;
-            }
-
-            if (_open.Count == 0)
-            {
-                _earliestDeadline = long.MaxValue;
-            }
-
-            if (expired > 0)
-            {
-                Volatile.Write(ref _count, _open.Count);
-                counters.AddUnansweredRequestsExpired(expired);
-            }
-
-            return _open.Count;
-        }
-
-        private void ForgetKnownOpen(long seq)
-        {
-            if (seq == _knownOpenSeq)
-            {
-                _knownOpenSeq = 0;
-            }
-        }
     }
 }

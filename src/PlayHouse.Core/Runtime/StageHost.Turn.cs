@@ -119,7 +119,7 @@ internal sealed partial class StageHost
 
         if (reschedule)
         {
-            _server.Executor.Schedule(this);
+            _executor.Schedule(this);
         }
     }
 
@@ -130,7 +130,7 @@ internal sealed partial class StageHost
 
     private void RunContinuation(SendOrPostCallback callback, object? state)
     {
-        _server.Observer.OnHandlerEntered(NodeId, StageId, _current.Kind, _current.MsgId);
+        _observer?.OnHandlerEntered(NodeId, StageId, _current.Kind, _current.MsgId);
         try
         {
             callback(state);
@@ -142,7 +142,7 @@ internal sealed partial class StageHost
         }
         finally
         {
-            _server.Observer.OnHandlerExited(NodeId, StageId);
+            _observer?.OnHandlerExited(NodeId, StageId);
         }
     }
 
@@ -161,7 +161,7 @@ internal sealed partial class StageHost
         }
 
         _server.OnHandlerStarted();
-        _server.Observer.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
+        _observer?.OnHandlerEntered(NodeId, StageId, message.Kind, message.MsgId);
         ValueTask task;
         try
         {
@@ -174,7 +174,7 @@ internal sealed partial class StageHost
 
         if (task.IsCompleted)
         {
-            _server.Observer.OnHandlerExited(NodeId, StageId);
+            _observer?.OnHandlerExited(NodeId, StageId);
             Finish(ref message, task, wasSuspended: false);
             return;
         }
@@ -192,7 +192,7 @@ internal sealed partial class StageHost
         // The awaiter captures this stage's synchronization context (current during the turn), so the
         // resumption is posted back here as a continuation and never runs on a foreign thread.
         task.GetAwaiter().UnsafeOnCompleted(_onHandlerResumed);
-        _server.Observer.OnHandlerExited(NodeId, StageId);
+        _observer?.OnHandlerExited(NodeId, StageId);
     }
 
     private void OnHandlerResumed()
@@ -229,7 +229,7 @@ internal sealed partial class StageHost
         // fewer per message).
         Volatile.Write(ref _handlerInProgress, false);
         _chains?.OnHandlerFinished();
-        _server.Observer.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
+        _observer?.OnMessageCompleted(NodeId, StageId, message.Kind, message.MsgId);
         if (Housekeeping.IdleArmPending)
         {
             Housekeeping.ArmIdleCloseOnceDrained();

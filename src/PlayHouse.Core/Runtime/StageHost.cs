@@ -32,6 +32,11 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
     private readonly IHandlerCompletion _completion;
     private readonly StageRegistration _registration;
 
+    // The node's hooks, or null when it has none (RuntimeObserver.None): the turn's four calls per message are skipped.
+    private readonly RuntimeObserver? _observer;
+    private readonly IExecutor _executor;
+    private readonly bool _turnsOnReceiveThread;
+
     // Replaceable parts (NodeParts); null in the standard node, which needs neither.
     private readonly IReplyAddressing? _replyAddressing;
     private readonly IReplyCallbackDispatch? _callbackDispatch;
@@ -65,6 +70,9 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
         _replyAddressing = server.ReplyAddressing;
         _callbackDispatch = server.Parts.CallbackDispatch;
         _completion = server.Parts.HandlerCompletion;
+        _observer = ReferenceEquals(server.Observer, RuntimeObserver.None) ? null : server.Observer;
+        _executor = server.Executor;
+        _turnsOnReceiveThread = server.Options.RunClientTurnsOnReceiveThread;
         _meshSends = server.Parts.MeshSendPayloads;
         Lifecycle = new StageLifecycle(this);
         ActorDirectory = new ActorDirectory(this, registration);
@@ -192,13 +200,13 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
 
         if (schedule)
         {
-            _server.Executor.Schedule(this);
+            _executor.Schedule(this);
         }
 
         // Hooks hear of the post once the stage's state is whole (queued and scheduled): a hook that throws here used
         // to leave the stage marked scheduled with no turn ever coming, a stage stuck for good (found by the
         // receive-fault scenario, whose hook throws while a frame is received).
-        _server.Observer.OnMailboxPosted(NodeId, StageId, length, external);
+        _observer?.OnMailboxPosted(NodeId, StageId, length, external);
         return true;
     }
 
@@ -210,8 +218,6 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
     /// </summary>
     internal void PostBatch(ClientFrameBatch batch, long staleAtTimestamp)
     {
-        Span<int> lengths = stackalloc int[ClientFrameBatch.CapacityMax];
-        Span<int> externals = stackalloc int[ClientFrameBatch.CapacityMax];
         var schedule = false;
         var posted = 0;
         using (NodeLock.Enter(_gate))
@@ -232,11 +238,11 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
 
                 entry.State = BatchedFrameState.Posted;
                 posted++;
-                lengths[i] = _mailbox.Count;
-                externals[i] = _mailbox.ExternalCount;
-                if (lengths[i] > MailboxHighWater)
+                entry.MailboxLength = _mailbox.Count;
+                entry.MailboxExternalLength = _mailbox.ExternalCount;
+                if (entry.MailboxLength > MailboxHighWater)
                 {
-                    MailboxHighWater = lengths[i];
+                    MailboxHighWater = entry.MailboxLength;
                 }
             }
 
@@ -253,15 +259,16 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
         var runHere = schedule && RunsTurnOnReceiveThread();
         if (schedule && !runHere)
         {
-            _server.Executor.Schedule(this);
+            _executor.Schedule(this);
         }
 
-        for (var i = 0; i < batch.Count && posted > 0; i++)
+        for (var i = 0; i < batch.Count && posted > 0 && _observer is not null; i++)
         {
-            if (batch[i].State == BatchedFrameState.Posted)
+            ref var entry = ref batch[i];
+            if (entry.State == BatchedFrameState.Posted)
             {
                 posted--;
-                _server.Observer.OnMailboxPosted(NodeId, StageId, lengths[i], externals[i]);
+                _observer.OnMailboxPosted(NodeId, StageId, entry.MailboxLength, entry.MailboxExternalLength);
             }
         }
 
@@ -296,7 +303,7 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
     /// executor lets this thread run its work, and no turn runs on it already (turns never nest).
     /// </summary>
     private bool RunsTurnOnReceiveThread() =>
-        Options.RunClientTurnsOnReceiveThread && _server.Executor.CanRunInline && !TurnEnd.IsInTurn;
+        _turnsOnReceiveThread && _executor.CanRunInline && !TurnEnd.IsInTurn;
 
     /// <summary>Queues the continuation of a suspended handler; it runs even while the mailbox is suspended.</summary>
     public void PostContinuation(SendOrPostCallback callback, object? state)
@@ -311,7 +318,7 @@ internal sealed partial class StageHost : IThreadPoolWorkItem, IStageLink
 
         if (schedule)
         {
-            _server.Executor.Schedule(this);
+            _executor.Schedule(this);
         }
     }
 
