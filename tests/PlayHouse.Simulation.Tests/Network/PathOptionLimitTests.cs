@@ -59,7 +59,7 @@ public sealed class PathOptionLimitTests
     [InlineData(1)]
     public void StreamSend_ThatFillsTheQueueToQueueCapacityBytesIsTaken_AndOneByteMoreIsRefused(int bytesPastTheCap)
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), QueueCapacityBytes = 1000, SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), QueueCapacityBytes = 1000, SplitProbability = 0 });
         Assert.True(pair.Client.Send(new byte[300]));
 
         var taken = pair.Client.Send(new byte[700 + bytesPastTheCap]);
@@ -102,7 +102,7 @@ public sealed class PathOptionLimitTests
     [InlineData(1.0, 20)]
     public void StreamSplitting_AtZeroSplitsNoSend_AndAtOneSplitsEveryMultiByteSend(double splitProbability, int split)
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = splitProbability });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = splitProbability });
         for (var i = 0; i < 20; i++)
         {
             Assert.True(pair.Client.Send(new byte[64]));
@@ -143,7 +143,7 @@ public sealed class PathOptionLimitTests
     [InlineData(200L * TimeSpan.TicksPerMillisecond)]
     public void RetransmittedStreamSegment_ArrivesExactlyRetransmitDelayLate(long retransmitDelayTicks)
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), LossProbability = 1, RetransmitDelay = TimeSpan.FromTicks(retransmitDelayTicks), SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), LossProbability = 1, RetransmitDelay = TimeSpan.FromTicks(retransmitDelayTicks), SplitProbability = 0 });
         var sentAt = h.World.NowTicks;
 
         Assert.True(pair.Client.Send(new byte[10]));
@@ -160,7 +160,7 @@ public sealed class PathOptionLimitTests
     [InlineData(0L, 1_000_000, 0L)]
     public void Bandwidth_TakesTheTransmitTimeRoundedUpToATick_AndZeroMeansUnlimited(long bytesPerSecond, int sendBytes, long transmitTicks)
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), BandwidthBytesPerSecond = bytesPerSecond, SplitProbability = 0, QueueCapacityBytes = 2_000_000 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), BandwidthBytesPerSecond = bytesPerSecond, SplitProbability = 0, QueueCapacityBytes = 2_000_000 });
         var sentAt = h.World.NowTicks;
 
         Assert.True(pair.Client.Send(new byte[sendBytes]));
@@ -177,16 +177,6 @@ public sealed class PathOptionLimitTests
         }
 
         h.RunQuiet();
-    }
-
-    private static (NetworkHarness Harness, StreamPair Pair) Connected(PathOptions options)
-    {
-        var h = new NetworkHarness(seed: 1, options);
-        h.Listen("server");
-        var pair = h.Connect("client", "server");
-        h.RunQuiet();
-        Assert.True(pair.IsAccepted);
-        return (h, pair);
     }
 
     /// <summary>Options with one range limit at its bound, and the same one step past it.</summary>
