@@ -294,7 +294,15 @@ public sealed class SeamTests
         Assert.Equal(3, executor.RunUntilIdle(maxSteps: 3));
         Assert.Equal(3, executor.ExecutedCount);
         Assert.Throws<ArgumentNullException>(() => executor.Schedule(null!));
-        Assert.Throws<ArgumentNullException>(() => ThreadPoolExecutor.Instance.Schedule(null!));
+    }
+
+    [Fact]
+    public void ThreadPoolExecutor_RefusesANullWorkItem_NamingItsOwnArgument()
+    {
+        // The ThreadPool refuses null too, but names its own parameter; the seam's caller passed "workItem".
+        var refused = Assert.Throws<ArgumentNullException>(() => ThreadPoolExecutor.Instance.Schedule(null!));
+
+        Assert.Equal("workItem", refused.ParamName);
     }
 
     [Fact]
