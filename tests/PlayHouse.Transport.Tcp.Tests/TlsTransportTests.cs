@@ -61,6 +61,32 @@ public sealed class TlsTransportTests : IDisposable
         Assert.Equal(1, server.Listener.SessionCount);
     }
 
+    [Fact]
+    public async Task SilentHandshake_StillHoldsItsSlotOneTickBeforeTheHandshakeTimeout_AndEndsAtIt()
+    {
+        var time = new FakeTimeProvider();
+        var timeout = TimeSpan.FromSeconds(10);
+        await using var server = TestServer.Start(
+            new TcpTransportOptions { MaxConnections = 1, Tls = new TlsServerOptions { Certificate = _certificate, HandshakeTimeout = timeout } },
+            transportTime: time);
+        using var silent = new TcpClient();
+        await silent.ConnectAsync(server.EndPoint.Address, server.EndPoint.Port);
+        Assert.False(await TryHandshakeAsync(server));
+        await Eventually.True(() => server.Counters.ConnectionsRefusedAtLimit == 1, TestServer.Patience);
+
+        // One tick before the timeout the silent handshake still holds the only slot: a second probe is refused too.
+        time.Advance(timeout - TimeSpan.FromTicks(1));
+        var refusedJustBefore = !await TryHandshakeAsync(server);
+        await Eventually.True(() => server.Counters.ConnectionsRefusedAtLimit == 2, TestServer.Patience);
+        var failuresJustBefore = server.Counters.TlsHandshakeFailures;
+        time.Advance(TimeSpan.FromTicks(1));
+        await Eventually.True(() => server.Counters.TlsHandshakeFailures == 1, TestServer.Patience);
+
+        Assert.True(refusedJustBefore);
+        Assert.Equal(0, failuresJustBefore);
+        Assert.Equal(0, server.Listener.SessionCount);
+    }
+
     private static async Task<bool> TryHandshakeAsync(TestServer server)
     {
         using var probe = new TcpClient();

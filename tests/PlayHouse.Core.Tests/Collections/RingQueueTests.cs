@@ -103,4 +103,43 @@ public sealed class RingQueueTests
         Assert.Equal("b", ring.PeekHead());
         Assert.Equal("c", ring.At(1));
     }
+
+    [Fact]
+    public void Constructor_TakesACapacityOfOne_AndRefusesZero()
+    {
+        var one = new RingQueue<int>(1);
+
+        Assert.Single(one.Storage.Items!);
+        Assert.Throws<ArgumentOutOfRangeException>(() => new RingQueue<int>(0));
+    }
+
+    [Fact]
+    public void DroppedEntryHoldingAReference_IsClearedFromItsSlot_SoTheRingKeepsNothingReachable()
+    {
+        var ring = new RingQueue<string>(4);
+        ring.Enqueue("first");
+        ring.Enqueue("second");
+        var (items, head) = ring.Storage;
+
+        ring.DropHead();
+        ring.Dequeue(out var second);
+
+        Assert.Equal("second", second);
+        Assert.Null(items![head]);
+        Assert.Null(items[head + 1]);
+    }
+
+    [Theory]
+    [InlineData(1, "Only 1 entry is queued.")]
+    [InlineData(2, "Only 2 entries are queued.")]
+    public void At_PastTheLastEntry_SaysHowManyAreQueued(int queued, string message)
+    {
+        var ring = new RingQueue<int>(4);
+        for (var i = 0; i < queued; i++)
+        {
+            ring.Enqueue(i);
+        }
+
+        Assert.StartsWith(message, Assert.Throws<ArgumentOutOfRangeException>(() => ring.At(queued)).Message, StringComparison.Ordinal);
+    }
 }

@@ -95,6 +95,31 @@ public sealed class RequestTableTests
         bench.Pool.ThrowIfLeaks();
     }
 
+    [Theory]
+    [InlineData(2)]
+    [InlineData(3)]
+    [InlineData(4)]
+    public void LateReplies_AreToldFromUnknownOnes_ForAsManyCompletionsAsRecentCompletionsMax(int completed)
+    {
+        // The cap is 3: one completion below it, at it and one past it; only the ones past it are forgotten, oldest first.
+        using var bench = new TableBench(new ServerOptions { RecentCompletionsMax = 3 });
+        var tasks = Enumerable.Range(0, completed).Select(_ => bench.Issue(TimeSpan.FromMilliseconds(10))).ToArray();
+        bench.Advance(TimeSpan.FromMilliseconds(10));
+        Assert.All(tasks, t => Assert.Equal(ErrorCodes.RequestTimeout, RuntimeHarness.Completed(t).ErrorCode));
+
+        bench.Reply(bench.SentSeqs[0]);
+        var firstIsUnknown = bench.Api.Counters.UnknownReplies;
+        foreach (var seq in bench.SentSeqs.Skip(1))
+        {
+            bench.Reply(seq);
+        }
+
+        Assert.Equal(completed > 3 ? 1 : 0, firstIsUnknown);
+        Assert.Equal(Math.Max(0, completed - 3), bench.Api.Counters.UnknownReplies);
+        Assert.Equal(Math.Min(completed, 3), bench.Api.Counters.LateReplies);
+        bench.Pool.ThrowIfLeaks();
+    }
+
     [Fact]
     public void RecentCompletions_WithNoRoom_CountEveryLateReplyAsUnknown()
     {

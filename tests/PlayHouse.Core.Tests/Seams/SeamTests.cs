@@ -219,6 +219,126 @@ public sealed class SeamTests
         Assert.True(ran);
     }
 
+    [Fact]
+    public void Xoshiro_OutputsOfSeedZero_MatchAnIndependentImplementationOfTheReferenceAlgorithm()
+    {
+        // Computed outside .NET from the published xoshiro256** and SplitMix64; the later outputs depend on every step
+        // of the state update, which the first output does not.
+        var random = new Xoshiro256StarStar(0);
+        var outputs = Enumerable.Range(0, 100).Select(_ => random.NextUInt64()).ToArray();
+
+        Assert.Equal([0x99EC5F36CB75F2B4UL, 0xBF6E1F784956452AUL, 0x1A5F849D4933E6E0UL, 0x6AA594F1262D2D2CUL, 0xBBA5AD4A1F842E59UL], outputs[..5]);
+        Assert.Equal(0x3CB72D021FBA219CUL, outputs[99]);
+    }
+
+    [Fact]
+    public void NextBool_OfADrawEqualToTheProbability_IsFalse_SoProbabilityZeroIsNever()
+    {
+        // Draws are in [0, 1); "true with probability p" is a draw below p, so a draw equal to p is false.
+        var drawn = new Xoshiro256StarStar(5).NextDouble();
+
+        Assert.False(new Xoshiro256StarStar(5).NextBool(drawn));
+        Assert.False(new SequenceSource(0).NextBool(0.0));
+        Assert.True(new SequenceSource(0).NextBool(double.Epsilon));
+    }
+
+    [Fact]
+    public void NextInt_RejectsTheDrawsThatWouldBiasIt_AndOnlyThose()
+    {
+        // For a bound of 3, 2^64 mod 3 = 1 low value in 2^64 is rejected: a draw whose low part is 0 (the draw 0). A
+        // draw whose low part is exactly the threshold (1: the inverse of 3) is accepted.
+        var rejectedFirst = new SequenceSource(0, 0xAAAAAAAAAAAAAAABUL);
+        var acceptedAtTheThreshold = new SequenceSource(0xAAAAAAAAAAAAAAABUL, 0);
+
+        Assert.Equal(2, rejectedFirst.NextInt(3));
+        Assert.Equal(2, rejectedFirst.Draws);
+        Assert.Equal(2, acceptedAtTheThreshold.NextInt(3));
+        Assert.Equal(1, acceptedAtTheThreshold.Draws);
+        Assert.Equal(2UL, RandomSourceExtensions.Below(0xAAAAAAAAAAAAAAABUL, 3, new SequenceSource()));
+    }
+
+    [Fact]
+    public void RandomDraws_RefuseANullSourceAndEmptyRanges_NamingTheRange()
+    {
+        IRandomSource? none = null;
+        var source = new SequenceSource(1, 2, 3);
+
+        Assert.Throws<ArgumentNullException>(() => none!.NextInt(3));
+        Assert.Throws<ArgumentNullException>(() => none!.NextLong(0, 3));
+        Assert.Throws<ArgumentNullException>(() => none!.NextDouble());
+        Assert.Throws<ArgumentOutOfRangeException>(() => source.NextInt(0));
+        var empty = Assert.Throws<ArgumentOutOfRangeException>(() => source.NextLong(5, 5));
+        Assert.StartsWith("maxExclusive (5) must exceed minInclusive (5).", empty.Message, StringComparison.Ordinal);
+        Assert.Equal(0, source.Draws);
+    }
+
+    [Fact]
+    public void EntropyRandomSource_SeedsEachGeneratorAfresh()
+    {
+        var first = EntropyRandomSource.Create();
+        var second = EntropyRandomSource.Create();
+
+        Assert.NotEqual(first.Seed, second.Seed);
+        Assert.NotEqual(first.NextUInt64(), second.NextUInt64());
+    }
+
+    [Fact]
+    public void ManualExecutor_CountsWhatItRan_RunsExactlyMaxStepsWithoutComplaint_AndRefusesNull()
+    {
+        var executor = new ManualExecutor();
+        for (var i = 0; i < 3; i++)
+        {
+            executor.Schedule(new Work(() => { }));
+        }
+
+        Assert.Equal(3, executor.RunUntilIdle(maxSteps: 3));
+        Assert.Equal(3, executor.ExecutedCount);
+        Assert.Throws<ArgumentNullException>(() => executor.Schedule(null!));
+    }
+
+    [Fact]
+    public void ThreadPoolExecutor_RefusesANullWorkItem_NamingItsOwnArgument()
+    {
+        // The ThreadPool refuses null too, but names its own parameter; the seam's caller passed "workItem".
+        var refused = Assert.Throws<ArgumentNullException>(() => ThreadPoolExecutor.Instance.Schedule(null!));
+
+        Assert.Equal("workItem", refused.ParamName);
+    }
+
+    [Fact]
+    public void Executor_ThatDoesNotSay_NeverRunsWorkInline()
+    {
+        IExecutor executor = new QueueOnlyExecutor();
+
+        Assert.False(executor.CanRunInline);
+        Assert.False(new ManualExecutor().CanRunInline);
+    }
+
+    [Fact]
+    public void ExecutorSynchronizationContext_IsCurrentWhileItsWorkRuns_AndRestoresThePreviousOneAfter()
+    {
+        var executor = new ManualExecutor();
+        var context = new ExecutorSynchronizationContext(executor);
+        var outer = SynchronizationContext.Current;
+        SynchronizationContext? duringRun = null;
+        SynchronizationContext? duringPost = null;
+
+        context.Run(() => duringRun = SynchronizationContext.Current);
+        var afterRun = SynchronizationContext.Current;
+        context.Post(_ => duringPost = SynchronizationContext.Current, null);
+        executor.RunUntilIdle();
+        var afterPost = SynchronizationContext.Current;
+
+        Assert.Same(context, duringRun);
+        Assert.Same(context, duringPost);
+        Assert.Same(outer, afterRun);
+        Assert.Same(outer, afterPost);
+        Assert.Same(context, context.CreateCopy());
+        Assert.Throws<ArgumentNullException>(() => context.Run(null!));
+        var send = Assert.Throws<NotSupportedException>(() => context.Send(_ => { }, null));
+        Assert.Equal("Synchronous Send would block the executor; use Post.", send.Message);
+    }
+
     private sealed class Work(Action action) : IThreadPoolWorkItem
     {
         public void Execute() => action();
@@ -228,5 +348,26 @@ public sealed class SeamTests
     private sealed class ForwardingSource(IRandomSource inner) : IRandomSource
     {
         public ulong NextUInt64() => inner.NextUInt64();
+    }
+
+    /// <summary>A source that hands out the given values in order (then zeros), counting its draws.</summary>
+    private sealed class SequenceSource(params ulong[] values) : IRandomSource
+    {
+        public int Draws { get; private set; }
+
+        public ulong NextUInt64()
+        {
+            var value = Draws < values.Length ? values[Draws] : 0;
+            Draws++;
+            return value;
+        }
+    }
+
+    /// <summary>An executor that says nothing about running inline, so the interface's default answers.</summary>
+    private sealed class QueueOnlyExecutor : IExecutor
+    {
+        public void Schedule(IThreadPoolWorkItem workItem)
+        {
+        }
     }
 }

@@ -12,7 +12,7 @@ public sealed class BandwidthAndQueueTests
         // Seven bytes/s does not divide a second's ticks evenly, so rounding each send down would let the
         // seventh byte arrive before one second.
         const long RateBytesPerSecond = 7;
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), BandwidthBytesPerSecond = RateBytesPerSecond, SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), BandwidthBytesPerSecond = RateBytesPerSecond, SplitProbability = 0 });
         var sentAtTicks = h.World.NowTicks;
         for (var i = 0; i < 7; i++)
         {
@@ -34,7 +34,7 @@ public sealed class BandwidthAndQueueTests
     [Fact]
     public void Bandwidth_OneLargeSend_ArrivesAfterItsTransmitTime_AndAnIdleLinkKeepsNoBacklog()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), BandwidthBytesPerSecond = 1000, SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), BandwidthBytesPerSecond = 1000, SplitProbability = 0 });
         var firstAtTicks = h.World.NowTicks;
         Assert.True(pair.Client.Send(new byte[10_000]));
         Assert.True(pair.Server.Send(new byte[100]));
@@ -74,7 +74,7 @@ public sealed class BandwidthAndQueueTests
     [Fact]
     public void QueueCap_SendsBeyondItAreRefusedAndCounted_AndAfterDeliveryTheQueueDrainsAndSendsSucceed()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), QueueCapacityBytes = 1000, SplitProbability = 0.5 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), QueueCapacityBytes = 1000, SplitProbability = 0.5 });
         var client = pair.Client;
 
         Assert.True(client.Send(new byte[400]));
@@ -110,7 +110,7 @@ public sealed class BandwidthAndQueueTests
     [Fact]
     public void QueueCap_CountsBytesHeldByAClog_UntilTheyAreDelivered()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), QueueCapacityBytes = 1000, SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), QueueCapacityBytes = 1000, SplitProbability = 0 });
         h.Network.Clog("client", "server");
         Assert.True(pair.Client.Send(new byte[1000]));
         h.RunFor(TimeSpan.FromSeconds(1));
@@ -124,16 +124,6 @@ public sealed class BandwidthAndQueueTests
         Assert.True(pair.Client.Send(new byte[1]));
         h.RunQuiet();
         Assert.Equal(1001, pair.Server.Received.Count);
-    }
-
-    private static (NetworkHarness Harness, StreamPair Pair) Connected(PathOptions options)
-    {
-        var h = new NetworkHarness(seed: 1, options);
-        h.Listen("server");
-        var pair = h.Connect("client", "server");
-        h.RunQuiet();
-        Assert.True(pair.IsAccepted);
-        return (h, pair);
     }
 
     private static long CeilingDiv(long a, long b) => (a + b - 1) / b;

@@ -12,7 +12,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void Clog_HoldsEverything_ThenUnclogDeliversItAllInOrder()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
         var atServer = new DatagramProbe(h.Network, "server");
         h.Network.Clog("client", "server");
 
@@ -44,7 +44,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void HeldBytes_LeaveAfterAFreshLatencyFromTheUnclog_LikeARetransmission()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
         h.Network.Clog("client", "server");
         Assert.True(pair.Client.Send([1]));
         Assert.True(pair.Client.Send([2]));
@@ -64,7 +64,7 @@ public sealed class ClogAndPartitionTests
     public void ClogThenUnclog_WithJitterAndSplits_NothingWhileClogged_EverythingInOrderAfter(int seed)
     {
         var options = new PathOptions { Latency = LatencyModel.Uniform(TimeSpan.FromMilliseconds(1), TimeSpan.FromMilliseconds(20)), SplitProbability = 0.5 };
-        var (h, pair) = Connected(options, (ulong)seed);
+        var (h, pair) = NetworkHarness.Connected(options, (ulong)seed);
         var random = new Xoshiro256StarStar((ulong)seed);
         h.Network.Clog("client", "server");
         for (var i = 0; i < 40; i++)
@@ -97,7 +97,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void PartitionHealedWithinResetAfter_HoldsStreamData_AndDeliversItAfterTheHeal()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
         h.Network.StreamPartitionResetAfter = TimeSpan.FromSeconds(5);
         h.Network.Partition("client", "server");
         Assert.True(pair.Client.Send([1, 2]));
@@ -121,7 +121,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void PartitionLongerThanResetAfter_ResetsBothEndsOnce_AndReleasesHeldBuffers()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0.5 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0.5 });
         h.Network.StreamPartitionResetAfter = TimeSpan.FromSeconds(5);
         h.Network.Partition("client", "server");
         Assert.True(pair.Client.Send(new byte[300]));
@@ -145,7 +145,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void PartitionHealedThenCutAgain_EachShorterThanResetAfter_DoesNotResetTheConnection()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency), SplitProbability = 0 });
         h.Network.StreamPartitionResetAfter = TimeSpan.FromSeconds(5);
         h.Network.Partition("client", "server");
         Assert.True(pair.Client.Send([1]));
@@ -168,7 +168,7 @@ public sealed class ClogAndPartitionTests
     public void PartitionOfACloggedPath_ResetsTheConnectionAfterResetAfter()
     {
         // The bytes were already held by the clog when the cut came; they are stuck behind the partition all the same.
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
         h.Network.StreamPartitionResetAfter = TimeSpan.FromSeconds(5);
         h.Network.Clog("client", "server");
         Assert.True(pair.Client.Send(new byte[50]));
@@ -186,7 +186,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void OneWayPartition_BlocksOneDirectionOnly()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
         h.Network.Partition("client", "server", twoWay: false);
 
         Assert.True(h.Network.IsPartitioned("client", "server"));
@@ -299,7 +299,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void GracefulCloseThroughAClog_DeliversTheBytesFirst_ThenTheClose()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
         h.Network.Clog("client", "server");
         Assert.True(pair.Client.Send([1, 2, 3]));
         pair.Client.Connection.Close("bye");
@@ -319,7 +319,7 @@ public sealed class ClogAndPartitionTests
     [Fact]
     public void ResetWhileBytesAreHeldByAClog_ReleasesThemAtOnce()
     {
-        var (h, pair) = Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
+        var (h, pair) = NetworkHarness.Connected(new PathOptions { Latency = LatencyModel.Fixed(Latency) });
         h.Network.Clog("client", "server");
         Assert.True(pair.Client.Send(new byte[100]));
         h.RunFor(TimeSpan.FromSeconds(1));
@@ -331,15 +331,5 @@ public sealed class ClogAndPartitionTests
         Assert.Equal(["abort"], pair.Server.CloseReasons);
         h.AssertNoBytesInFlight();
         Assert.Equal(100, h.Counters.StreamBytesDiscarded);
-    }
-
-    private static (NetworkHarness Harness, StreamPair Pair) Connected(PathOptions options, ulong seed = 1)
-    {
-        var h = new NetworkHarness(seed, options);
-        h.Listen("server");
-        var pair = h.Connect("client", "server");
-        h.RunQuiet();
-        Assert.True(pair.IsAccepted);
-        return (h, pair);
     }
 }

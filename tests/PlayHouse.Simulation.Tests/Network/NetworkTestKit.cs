@@ -19,6 +19,17 @@ internal sealed class NetworkHarness
         Network = new SimNetwork(World, World.CreateRandom(), defaults ?? NoFaults);
     }
 
+    /// <summary>A harness on <paramref name="options"/> with one connection from "client" to "server", accepted.</summary>
+    public static (NetworkHarness Harness, StreamPair Pair) Connected(PathOptions options, ulong seed = 1)
+    {
+        var h = new NetworkHarness(seed, options);
+        h.Listen("server");
+        var pair = h.Connect("client", "server");
+        h.RunQuiet();
+        Assert.True(pair.IsAccepted);
+        return (h, pair);
+    }
+
     /// <summary>Zero latency, no loss, no splitting: the network as an ideal pipe.</summary>
     public static PathOptions NoFaults { get; } = new() { SplitProbability = 0 };
 

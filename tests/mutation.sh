@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Mutation testing with Stryker.NET (a local tool in .config/dotnet-tools.json).
+#
+#   tests/mutation.sh list                                       # every target: its config and what it mutates
+#   tests/mutation.sh run TARGET... [--since REF] [--break-at N] [--concurrency N]
+#   tests/mutation.sh run all [...]                              # every target
+#
+# Stryker builds the test project in place and copies each mutated assembly into its output folder, so each run
+# works in a fresh clone of the committed tree (HEAD; uncommitted changes are not tested) under $MUTATION_WORK
+# (default /tmp/playhouse-mutation). Targets of one test project run together in one Stryker run (one build and one
+# initial test run) and are scored apart. --since REF mutates only the files changed since REF (a branch, tag or
+# commit of this repository). Reports (html, json) are copied to artifacts/mutation/GROUP/; each target ends with:
+#   mutation: TARGET score S% (killed K, timeout T, survived V, no coverage N; compile errors E) in M min
+# The score counts killed and timed-out mutants over every tested one; mutants that do not compile are left out.
+# Exit 0 when every target reached --break-at (default 0), 1 when one did not or a run failed, 64 on bad input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+work="${MUTATION_WORK:-/tmp/playhouse-mutation}"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+
+# name | test project folder | config file (in that folder)
+targets="runtime|tests/PlayHouse.Core.Tests|stryker-runtime.json
+codec|tests/PlayHouse.Core.Tests|stryker-codec.json
+mesh|tests/PlayHouse.Core.Tests|stryker-mesh.json
+collections|tests/PlayHouse.Core.Tests|stryker-collections.json
+seams|tests/PlayHouse.Core.Tests|stryker-seams.json
+pooling|tests/PlayHouse.Core.Tests|stryker-pooling.json
+transport|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport.json
+hosting|tests/PlayHouse.Hosting.Tests|stryker-hosting.json
+network|tests/PlayHouse.Simulation.Tests|stryker-network.json
+clients|tests/PlayHouse.Simulation.Tests|stryker-clients.json
+checkers|tests/PlayHouse.Simulation.Tests|stryker-checkers.json
+time|tests/PlayHouse.Simulation.Tests|stryker-time.json"
+names=$(cut -d'|' -f1 <<<"$targets" | paste -sd' ')
+
+usage() {
+  echo "error: $1; usage: $0 list | run TARGET... [--since REF] [--break-at N] [--concurrency N] (TARGET: all, ${names// /, })" >&2
+  exit 64
+}
+
+dir_of() { grep "^$1|" <<<"$targets" | cut -d'|' -f2; }
+
+config_of() { grep "^$1|" <<<"$targets" | cut -d'|' -f3; }
+
+list() {
+  local name
+  for name in $names; do
+    printf '%-12s %-58s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
+      "$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["stryker-config"]["mutate"]))' "$(dir_of "$name")/$(config_of "$name")")"
+  done
+}
+
+# Prints "score killed timeout survived nocoverage compile" for the files of a Stryker json report that a config's
+# mutate globs select ("**/" is any run of folders, "*" any part of a name, a leading "!" excludes).
+summarize() {
+  python3 - "$1" "$2" <<'PY'
+import json, re, sys
+def regex(glob):
+    out, i = "", 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif glob[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        else:
+            out, i = out + re.escape(glob[i]), i + 1
+    return re.compile("(?:^|.*/)" + out + "$")
+globs = json.load(open(sys.argv[2]))["stryker-config"]["mutate"]
+include = [regex(g) for g in globs if not g.startswith("!")]
+exclude = [regex(g[1:]) for g in globs if g.startswith("!")]
+counts = {}
+for path, f in json.load(open(sys.argv[1]))["files"].items():
+    path = path.replace("\\", "/")
+    if not any(r.match(path) for r in include) or any(r.match(path) for r in exclude):
+        continue
+    for m in f["mutants"]:
+        counts[m["status"]] = counts.get(m["status"], 0) + 1
+k, t, s, n, c = (counts.get(x, 0) for x in ("Killed", "Timeout", "Survived", "NoCoverage", "CompileError"))
+tested = k + t + s + n
+print(f"{100.0 * (k + t) / tested:.2f}" if tested else "n/a", k, t, s, n, c)
+PY
+}
+
+# Writes to $1 a config that mutates what every following config mutates (with the first one's other settings).
+combine() {
+  python3 - "$@" <<'PY'
+import json, sys
+out, first, *rest = sys.argv[1:]
+config = json.load(open(first))
+globs = config["stryker-config"]["mutate"]
+for other in rest:
+    globs += [g for g in json.load(open(other))["stryker-config"]["mutate"] if g not in globs]
+json.dump(config, open(out, "w"), indent=2)
+PY
+}
+
+# Runs the named targets of one test project in one Stryker run and prints one score line per target.
+run_group() {
+  local dir=$1 since=$2 break_at=$3 concurrency=$4
+  shift 4
+  local group clone out head config
+  group=$(IFS=+; echo "$*")
+  clone="$work/$group"
+  out="$root/artifacts/mutation/$group"
+  head=$(git -C "$root" rev-parse HEAD)
+  rm -rf "$clone" "$out"
+  mkdir -p "$work" "$out"
+  git clone --quiet --shared --no-checkout "$root" "$clone"
+  git -C "$clone" checkout --quiet --detach "$head"
+  local configs=() name
+  for name in "$@"; do
+    configs+=("$clone/$dir/$(config_of "$name")")
+  done
+
+  config="${configs[0]}"
+  if [ ${#configs[@]} -gt 1 ]; then
+    config="$clone/$dir/stryker-combined.json"
+    combine "$config" "${configs[@]}"
+  fi
+
+  local args=(-f "$config" --skip-version-check --output "$out")
+  [ -n "$concurrency" ] && args+=(--concurrency "$concurrency")
+  [ -n "$since" ] && args+=("--since:$(git -C "$root" rev-parse "$since")")
+  local started status=0
+  started=$(date +%s)
+  (cd "$clone/$dir" && dotnet tool restore >/dev/null && dotnet stryker "${args[@]}") || status=$?
+  local minutes report
+  minutes=$(( ($(date +%s) - started + 59) / 60 ))
+  report=$(find "$out" -name mutation-report.json | head -n 1)
+  if [ -z "$report" ]; then
+    echo "mutation: $group produced no report (no changed file to mutate, or the run failed; exit $status) in $minutes min"
+    return "$status"
+  fi
+
+  local failed=$status i=0 together=""
+  [ $# -gt 1 ] && together=" (one run for $group)"
+  for name in "$@"; do
+    read -r score killed timeout survived nocoverage compile <<<"$(summarize "$report" "${configs[$i]}")"
+    i=$((i + 1))
+    echo "mutation: $name score $score% (killed $killed, timeout $timeout, survived $survived, no coverage $nocoverage; compile errors $compile) in $minutes min$together"
+    if [ "$score" != "n/a" ] && awk -v s="$score" -v b="$break_at" 'BEGIN { exit !(s < b) }'; then
+      echo "mutation: $name is below --break-at $break_at" >&2
+      failed=1
+    fi
+  done
+
+  return "$failed"
+}
+
+[ $# -ge 1 ] || usage "no command"
+command=$1
+shift
+case "$command" in
+  list) list; exit 0 ;;
+  run) ;;
+  *) usage "unknown command '$command'" ;;
+esac
+
+selected=()
+since=""
+break_at=0
+concurrency=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --since) [ $# -ge 2 ] || usage "--since needs a ref"; since=$2; shift 2 ;;
+    --break-at) [[ ${2:-} =~ ^[0-9]+$ ]] && [ "$2" -le 100 ] || usage "--break-at needs a number from 0 to 100"; break_at=$2; shift 2 ;;
+    --concurrency) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage "--concurrency needs a positive number"; concurrency=$2; shift 2 ;;
+    all) read -r -a selected <<<"$names"; shift ;;
+    -*) usage "unknown option '$1'" ;;
+    *) [ -n "$(dir_of "$1")" ] || usage "unknown target '$1'"; selected+=("$1"); shift ;;
+  esac
+done
+[ ${#selected[@]} -gt 0 ] || usage "no target"
+[ -z "$since" ] || git -C "$root" rev-parse --verify --quiet "$since^{commit}" >/dev/null || usage "--since: '$since' is not a commit of this repository"
+
+# Targets of one test project run together, in the order first named.
+failed=0
+done_dirs=" "
+for name in "${selected[@]}"; do
+  dir=$(dir_of "$name")
+  case "$done_dirs" in *" $dir "*) continue ;; esac
+  done_dirs="$done_dirs$dir "
+  group=()
+  for other in "${selected[@]}"; do
+    [ "$(dir_of "$other")" = "$dir" ] && group+=("$other")
+  done
+
+  run_group "$dir" "$since" "$break_at" "$concurrency" "${group[@]}" || failed=1
+done
+exit "$failed"
