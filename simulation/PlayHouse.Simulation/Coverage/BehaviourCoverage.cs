@@ -91,7 +91,7 @@ Name("violated " + verdict.CheckerName);
                 var against = CapBucket(queue.HighWater, queue.Cap);
                 if (Add(Tag.QueueHighWater, (long)hash, depth, against, 0))
 {
-Name($"queue '{kind}' high water ~2^{depth - 1} {CapText(against)}");
+Name($"queue '{kind}' high water {BucketText(depth)} {CapText(against)}");
 }
             }
         }
@@ -131,7 +131,7 @@ Name($"queue '{kind}' high water ~2^{depth - 1} {CapText(against)}");
         var kind = stage.Kind;
         if (Add(Tag.Post, RoleHash(role), depth, against, ((long)mode << 8) | (long)kind, faults))
 {
-Name($"post {role} depth ~2^{depth - 1} {CapText(against)} stage {ModeText(mode, kind)} {FaultText(faults)}");
+Name($"post {role} depth {BucketText(depth)} {CapText(against)} stage {ModeText(mode, kind)} {FaultText(faults)}");
 }
         stage.Depth = mailboxLength;
     }
@@ -142,7 +142,7 @@ Name($"post {role} depth ~2^{depth - 1} {CapText(against)} stage {ModeText(mode,
         var depth = Log2Bucket(pendingTicks);
         if (Add(Tag.Tick, RoleHash(role), depth, 0, 0))
 {
-Name($"tick {role} pending ~2^{depth - 1}");
+Name($"tick {role} pending {BucketText(depth)}");
 }
     }
 
@@ -156,7 +156,7 @@ Name($"tick {role} pending ~2^{depth - 1}");
         var before = stage.Kind;
         if (Add(Tag.Turn, RoleHash(role), (long)kind, depth, ((long)mode << 8) | (long)before, faults))
 {
-Name($"turn {role} {kind} depth ~2^{depth - 1} after {ModeText(mode, before)} {FaultText(faults)}");
+Name($"turn {role} {kind} depth {BucketText(depth)} after {ModeText(mode, before)} {FaultText(faults)}");
 }
         if (msgId is not null)
         {
@@ -201,7 +201,7 @@ Name($"lifecycle {role} {lifecycleEvent} after {(previous == 0 ? "nothing" : ((L
             var bucket = Log2Bucket(members);
             if (Add(Tag.StageMembers, RoleHash(role), bucket, 0, 0))
 {
-Name($"join into a stage of ~2^{bucket - 1} actors");
+Name($"join into a stage of {BucketText(bucket)} actors");
 }
         }
     }
@@ -216,7 +216,7 @@ Name($"join into a stage of ~2^{bucket - 1} actors");
         var bucket = Log2Bucket(pending);
         if (Add(Tag.Issue, RoleHash(role), RoleHash(target), (long)message, bucket))
 {
-Name($"request {role} -> {target} '{msgId}' with ~2^{bucket - 1} pending");
+Name($"request {role} -> {target} '{msgId}' with {BucketText(bucket)} pending");
 }
     }
 
@@ -390,6 +390,14 @@ Name($"{key} in count bucket {bucket}");
 
         return state;
     }
+
+    /// <summary>The range of a <see cref="Log2Bucket"/>: 0, 1, 2-3, 4-7, ...</summary>
+    private static string BucketText(int bucket) => bucket switch
+    {
+        0 => "0",
+        1 => "1",
+        _ => string.Create(CultureInfo.InvariantCulture, $"{1L << (bucket - 1)}-{(1L << bucket) - 1}"),
+    };
 
     private static string CapText(int against) => against switch
     {
