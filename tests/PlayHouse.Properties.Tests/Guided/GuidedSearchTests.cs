@@ -23,7 +23,7 @@ public sealed class GuidedSearchTests
         first.Findings.ShouldNotBeEmpty();
         second.CorpusHash.ShouldBe(first.CorpusHash);
         second.CasesToFirstFailure.ShouldBe(first.CasesToFirstFailure);
-        second.Corpus.Select(e => e.Input).ShouldBe(first.Corpus.Select(e => e.Input));
+        second.Corpus.Select(e => e.Input.ToString()).ShouldBe(first.Corpus.Select(e => e.Input.ToString()));
         second.Findings[0].Report.TraceHash.ShouldBe(first.Findings[0].Report.TraceHash);
         other.CorpusHash.ShouldNotBe(first.CorpusHash);
     }
