@@ -32,12 +32,12 @@ public sealed class BehaviourCoverageTests
         var calm = new BehaviourCoverage(keepNames: true);
         var cut = new BehaviourCoverage(keepNames: true);
 
-        SimRunner.Run(ScenarioCatalog.Create("reconnect"), 4, calmOptions, new RunSettings { Coverage = calm });
-        SimRunner.Run(ScenarioCatalog.Create("reconnect"), 4, cutOptions, new RunSettings { Coverage = cut });
+        SimRunner.Run(ScenarioCatalog.Create("reconnect"), 3, calmOptions, new RunSettings { Coverage = calm });
+        SimRunner.Run(ScenarioCatalog.Create("reconnect"), 3, cutOptions, new RunSettings { Coverage = cut });
 
         var onlyCut = cut.Features.Except(calm.Features).Select(f => cut.NameOf(f)!).ToList();
         Assert.Contains(onlyCut, n => n.EndsWith("faults Disconnect", StringComparison.Ordinal));
-        Assert.Contains(onlyCut, n => n.StartsWith("lifecycle play ActorDisconnected", StringComparison.Ordinal) && n.EndsWith("faults Disconnect", StringComparison.Ordinal));
+        Assert.Contains(onlyCut, n => n.StartsWith("turn play ConnectionChanged", StringComparison.Ordinal) && n.EndsWith("faults Disconnect", StringComparison.Ordinal));
         Assert.DoesNotContain(calm.Features.Select(f => calm.NameOf(f)!), n => n.EndsWith("faults Disconnect", StringComparison.Ordinal));
     }
 
