@@ -27,7 +27,7 @@ public sealed class BehaviourCoverageTests
     [Fact]
     public void Coverage_OfARunWithAClientCutOff_ReachesStatesUnderThatFault_ThatTheCalmRunDoesNot()
     {
-        var calmOptions = ScenarioCatalog.Create("reconnect").Defaults with { Clients = 2, RequestsPerClient = 20 };
+        var calmOptions = ScenarioCatalog.Create("reconnect").Defaults with { Clients = 2, RequestsPerClient = 20, Faults = FaultPlan.None };
         var cutOptions = calmOptions with { Faults = FaultPlan.Parse("300ms:disconnect:1;900ms:reconnect:1") };
         var calm = new BehaviourCoverage(keepNames: true);
         var cut = new BehaviourCoverage(keepNames: true);
