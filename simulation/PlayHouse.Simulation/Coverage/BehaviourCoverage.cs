@@ -20,34 +20,52 @@ namespace PlayHouse.Simulation.Coverage;
 /// workload starts and <see cref="End"/> after the checkers judged the run. Only deterministic inputs go in (ids,
 /// kinds, codes, counts, virtual time; never allocation figures or wall time), and strings are hashed with FNV-1a
 /// (not <see cref="string.GetHashCode()"/>, which differs between processes), so the same seed and options give the
-/// same features in any process. Not thread-safe: called only from the simulation thread of its one run.
+/// same features in any process. The hooks allocate nothing once a run's nodes, stages, actors and message ids are
+/// known (the sets are sized up front and names are made only when asked for): the allocation checkers count what
+/// the simulation thread allocates, and a coverage collector must not be what they find. Not thread-safe: called only
+/// from the simulation thread of its one run.
 /// </remarks>
 public sealed class BehaviourCoverage : RuntimeObserver
 {
-    private readonly HashSet<ulong> _features = [];
-    private readonly Dictionary<ulong, string>? _names;
-    private readonly Dictionary<(string NodeId, long StageId), StageState> _stages = [];
-    private readonly Dictionary<(string NodeId, long StageId, long Actor), LifecycleEvent> _lastLifecycle = [];
-    private readonly Dictionary<string, (ulong Hash, string Role)> _strings = new(StringComparer.Ordinal);
-    private readonly Dictionary<string, int> _pendingRequests = new(StringComparer.Ordinal);
+    // Room for the features, stages, actors and strings of a large run, so that the hooks do not grow the sets while a
+    // performance checker measures the run's allocations (a few hundred features is typical; a set grows past this
+    // only in a run far larger than any a search draws).
+    private const int FeaturesCapacity = 4_096;
+    private const int EntitiesCapacity = 1_024;
+
+    private readonly HashSet<ulong> _features = new(FeaturesCapacity);
+    private readonly List<FeatureParts>? _parts;
+    private readonly Dictionary<(string NodeId, long StageId), StageState> _stages = new(EntitiesCapacity);
+    private readonly Dictionary<(string NodeId, long StageId, long Actor), LifecycleEvent> _lastLifecycle = new(EntitiesCapacity);
+    private readonly Dictionary<string, (ulong Hash, string Role)> _strings = new(EntitiesCapacity, StringComparer.Ordinal);
+    private readonly Dictionary<string, int> _pendingRequests = new(EntitiesCapacity, StringComparer.Ordinal);
+    private Dictionary<ulong, FeatureParts>? _partsByFeature;
     private SimWorld? _world;
     private FaultPhases? _faults;
     private int _mailboxCapacity = int.MaxValue;
     private ulong[]? _sorted;
-    private ulong _last;
 
-    /// <param name="keepNames">Keep a readable name for every feature (<see cref="NameOf"/>), for reports that explain
-    /// what a run reached first; off, nothing but the 64-bit features is kept.</param>
+    /// <param name="keepNames">Keep what each feature is made of, so <see cref="NameOf"/> can name it (reports that
+    /// explain what a run reached first); off, nothing but the 64-bit features is kept.</param>
     public BehaviourCoverage(bool keepNames = false)
     {
-        _names = keepNames ? [] : null;
+        _parts = keepNames ? new List<FeatureParts>(FeaturesCapacity) : null;
     }
 
     /// <summary>The features reached, in ascending order (a stable order for hashing and for storage).</summary>
     public IReadOnlyList<ulong> Features => _sorted ??= [.. _features.Order()];
 
-    /// <summary>The readable name of a feature this run reached, when names are kept; else null.</summary>
-    public string? NameOf(ulong feature) => _names is not null && _names.TryGetValue(feature, out var name) ? name : null;
+    /// <summary>A readable name of a feature this run reached, when names are kept; else null.</summary>
+    public string? NameOf(ulong feature)
+    {
+        if (_parts is null)
+        {
+            return null;
+        }
+
+        _partsByFeature ??= _parts.ToDictionary(p => p.Feature);
+        return _partsByFeature.TryGetValue(feature, out var parts) ? FeatureNames.Describe(parts, TextOf) : null;
+    }
 
     /// <summary>Starts a run: the world whose clock stamps the hooks and the options whose faults and caps shape the states.</summary>
     public void Begin(SimWorld world, SimOptions options)
@@ -68,42 +86,28 @@ public sealed class BehaviourCoverage : RuntimeObserver
     public void End(CheckerSet? checkers, SimReport report)
     {
         ArgumentNullException.ThrowIfNull(report);
-        if (Add(Tag.Outcome, report.ExitCode, 0, 0, 0))
-{
-Name("outcome " + report.Outcome);
-}
+        Add(FeatureTag.Outcome, report.ExitCode, 0, 0, 0);
         foreach (var verdict in report.Verdicts.Where(v => !v.Passed))
         {
-            var (hash, _) = Intern(verdict.CheckerName);
-            if (Add(Tag.Violated, (long)hash, 0, 0, 0))
-{
-Name("violated " + verdict.CheckerName);
-}
+            Add(FeatureTag.Violated, Hash(verdict.CheckerName), 0, 0, 0);
         }
 
         if (checkers is not null)
         {
             foreach (var queue in checkers.Queues.GetHighWaters())
             {
-                var kind = QueueKind(queue.Name);
-                var (hash, _) = Intern(kind);
-                var depth = Log2Bucket(queue.HighWater);
-                var against = CapBucket(queue.HighWater, queue.Cap);
-                if (Add(Tag.QueueHighWater, (long)hash, depth, against, 0))
-{
-Name($"queue '{kind}' high water {BucketText(depth)} {CapText(against)}");
-}
+                Add(FeatureTag.QueueHighWater, Hash(QueueKind(queue.Name)), Log2Bucket(queue.HighWater), CapBucket(queue.HighWater, queue.Cap), 0);
             }
         }
 
         foreach (var (name, value) in report.ServerCounters)
         {
-            AddCount("server", name, value);
+            AddCount("server." + name, value);
         }
 
         foreach (var (name, value) in report.Network)
         {
-            AddCount("net", name, value);
+            AddCount("net." + name, value);
         }
 
         foreach (var (name, text) in report.ScenarioMetrics)
@@ -112,70 +116,39 @@ Name($"queue '{kind}' high water {BucketText(depth)} {CapText(against)}");
             if (!name.StartsWith("alloc.", StringComparison.Ordinal) && !name.Contains("Allocated", StringComparison.Ordinal)
                 && long.TryParse(text, NumberStyles.Integer, CultureInfo.InvariantCulture, out var value))
             {
-                AddCount("scenario", name, value);
+                AddCount("scenario." + name, value);
             }
         }
 
-        AddCount("registry", "stagesHighWater", report.Registries.StagesHighWater);
-        AddCount("registry", "actorsHighWater", report.Registries.ActorsHighWater);
+        AddCount("registry.stagesHighWater", report.Registries.StagesHighWater);
+        AddCount("registry.actorsHighWater", report.Registries.ActorsHighWater);
     }
 
     public override void OnMailboxPosted(string nodeId, long stageId, int mailboxLength, int externalLength)
     {
-        var (_, role) = Intern(nodeId);
         var stage = StageOf(nodeId, stageId);
-        var faults = Faults();
-        var depth = Log2Bucket(mailboxLength);
-        var against = CapBucket(externalLength, _mailboxCapacity);
-        var mode = stage.Mode;
-        var kind = stage.Kind;
-        if (Add(Tag.Post, RoleHash(role), depth, against, ((long)mode << 8) | (long)kind, faults))
-{
-Name($"post {role} depth {BucketText(depth)} {CapText(against)} stage {ModeText(mode, kind)} {FaultText(faults)}");
-}
+        Add(FeatureTag.Post, RoleHash(nodeId), Log2Bucket(mailboxLength), CapBucket(externalLength, _mailboxCapacity), FeatureNames.PackMode(stage.Mode, stage.Kind), Faults());
         stage.Depth = mailboxLength;
     }
 
-    public override void OnTickPosted(string nodeId, long stageId, int pendingTicks)
-    {
-        var (_, role) = Intern(nodeId);
-        var depth = Log2Bucket(pendingTicks);
-        if (Add(Tag.Tick, RoleHash(role), depth, 0, 0))
-{
-Name($"tick {role} pending {BucketText(depth)}");
-}
-    }
+    public override void OnTickPosted(string nodeId, long stageId, int pendingTicks) =>
+        Add(FeatureTag.Tick, RoleHash(nodeId), Log2Bucket(pendingTicks), 0, 0);
 
     public override void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId)
     {
-        var (_, role) = Intern(nodeId);
         var stage = StageOf(nodeId, stageId);
-        var faults = Faults();
-        var depth = Log2Bucket(stage.Depth);
-        var mode = stage.Mode;
-        var before = stage.Kind;
-        if (Add(Tag.Turn, RoleHash(role), (long)kind, depth, ((long)mode << 8) | (long)before, faults))
-{
-Name($"turn {role} {kind} depth {BucketText(depth)} after {ModeText(mode, before)} {FaultText(faults)}");
-}
+        var role = RoleHash(nodeId);
+        Add(FeatureTag.Turn, role, (long)kind, Log2Bucket(stage.Depth), FeatureNames.PackMode(stage.Mode, stage.Kind), Faults());
         if (msgId is not null)
         {
-            var (message, _) = Intern(msgId);
-            if (Add(Tag.TurnMessage, RoleHash(role), (long)kind, (long)message, 0))
-{
-Name($"turn {role} {kind} '{msgId}'");
-}
+            Add(FeatureTag.TurnMessage, role, (long)kind, Hash(msgId), 0);
         }
 
         stage.Mode = StageMode.Running;
         stage.Kind = kind;
     }
 
-    public override void OnHandlerExited(string nodeId, long stageId)
-    {
-        var stage = StageOf(nodeId, stageId);
-        stage.Mode = StageMode.Suspended;
-    }
+    public override void OnHandlerExited(string nodeId, long stageId) => StageOf(nodeId, stageId).Mode = StageMode.Suspended;
 
     public override void OnMessageCompleted(string nodeId, long stageId, StageWorkKind kind, string? msgId)
     {
@@ -186,73 +159,46 @@ Name($"turn {role} {kind} '{msgId}'");
 
     public override void OnLifecycle(string nodeId, long stageId, long actorInstance, long accountId, LifecycleEvent lifecycleEvent)
     {
-        var (_, role) = Intern(nodeId);
+        var role = RoleHash(nodeId);
         var key = (nodeId, stageId, actorInstance);
-        var previous = _lastLifecycle.TryGetValue(key, out var last) ? (long)last + 1 : 0;
+        var seen = _lastLifecycle.TryGetValue(key, out var last);
         _lastLifecycle[key] = lifecycleEvent;
-        var faults = Faults();
-        if (Add(Tag.Lifecycle, RoleHash(role), (long)lifecycleEvent, previous, actorInstance == 0 ? 0 : 1, faults))
-{
-Name($"lifecycle {role} {lifecycleEvent} after {(previous == 0 ? "nothing" : ((LifecycleEvent)(previous - 1)).ToString())} {FaultText(faults)}");
-}
+        Add(FeatureTag.Lifecycle, role, (long)lifecycleEvent, seen ? (long)last + 1 : 0, actorInstance == 0 ? 0 : 1, Faults());
+        if (actorInstance == 0)
+        {
+            return;
+        }
+
+        // The actors of the stage that have had a callback and are not destroyed, kept as a count per stage.
+        var stage = StageOf(nodeId, stageId);
+        stage.Members += (lifecycleEvent != LifecycleEvent.ActorDestroy ? 1 : 0) - (seen && last != LifecycleEvent.ActorDestroy ? 1 : 0);
         if (lifecycleEvent == LifecycleEvent.ActorJoinStage)
         {
-            var members = _lastLifecycle.Count(kv => kv.Key.NodeId == nodeId && kv.Key.StageId == stageId && kv.Key.Actor != 0 && kv.Value is not LifecycleEvent.ActorDestroy);
-            var bucket = Log2Bucket(members);
-            if (Add(Tag.StageMembers, RoleHash(role), bucket, 0, 0))
-{
-Name($"join into a stage of {BucketText(bucket)} actors");
-}
+            Add(FeatureTag.StageMembers, role, Log2Bucket(stage.Members), 0, 0);
         }
     }
 
     public override void OnRequestIssued(string nodeId, ulong msgSeq, string targetNodeId, long targetStageId, string msgId)
     {
-        var (_, role) = Intern(nodeId);
-        var (_, target) = Intern(targetNodeId);
         var pending = _pendingRequests.GetValueOrDefault(nodeId) + 1;
         _pendingRequests[nodeId] = pending;
-        var (message, _) = Intern(msgId);
-        var bucket = Log2Bucket(pending);
-        if (Add(Tag.Issue, RoleHash(role), RoleHash(target), (long)message, bucket))
-{
-Name($"request {role} -> {target} '{msgId}' with {BucketText(bucket)} pending");
-}
+        Add(FeatureTag.Issue, RoleHash(nodeId), RoleHash(targetNodeId), Hash(msgId), Log2Bucket(pending));
     }
 
     public override void OnRequestCompleted(string nodeId, ulong msgSeq, string targetNodeId, RequestOutcome outcome, ushort errorCode)
     {
-        var (_, role) = Intern(nodeId);
-        var (_, target) = Intern(targetNodeId);
         _pendingRequests[nodeId] = Math.Max(0, _pendingRequests.GetValueOrDefault(nodeId) - 1);
-        var faults = Faults();
-        if (Add(Tag.Completed, RoleHash(role), RoleHash(target), (long)outcome, errorCode, faults))
-{
-Name($"request {role} -> {target} {outcome} code {errorCode} {FaultText(faults)}");
-}
+        Add(FeatureTag.Completed, RoleHash(nodeId), RoleHash(targetNodeId), (long)outcome, errorCode, Faults());
     }
 
     public override void OnHandlerFailed(string nodeId, long stageId, StageWorkKind kind, string? msgId, Exception error)
     {
         ArgumentNullException.ThrowIfNull(error);
-        var (_, role) = Intern(nodeId);
-        var (type, _) = Intern(error.GetType().FullName ?? error.GetType().Name);
-        if (Add(Tag.HandlerFailed, RoleHash(role), (long)kind, (long)type, 0))
-{
-Name($"handler failed {role} {kind} {error.GetType().Name}");
-}
+        Add(FeatureTag.HandlerFailed, RoleHash(nodeId), (long)kind, Hash(error.GetType().FullName ?? error.GetType().Name), 0);
     }
 
-    public override void OnDropped(string nodeId, string reason, string? msgId)
-    {
-        var (_, role) = Intern(nodeId);
-        var (hash, _) = Intern(reason);
-        var faults = Faults();
-        if (Add(Tag.Dropped, RoleHash(role), (long)hash, 0, 0, faults))
-{
-Name($"drop {role} '{reason}' {FaultText(faults)}");
-}
-    }
+    public override void OnDropped(string nodeId, string reason, string? msgId) =>
+        Add(FeatureTag.Dropped, RoleHash(nodeId), Hash(reason), 0, 0, Faults());
 
     /// <summary>A power-of-two bucket: 0 for 0, then 1 + floor(log2 n) (1, 2-3, 4-7, ...).</summary>
     public static int Log2Bucket(long value) => value <= 0 ? 0 : 1 + BitOperations.Log2((ulong)value);
@@ -294,36 +240,19 @@ Name($"drop {role} '{reason}' {FaultText(faults)}");
         return hash;
     }
 
-    private void AddCount(string family, string name, long value)
-    {
-        var key = family + "." + name;
-        var (hash, _) = Intern(key);
-        var bucket = CountBucket(value);
-        if (Add(Tag.Count, (long)hash, bucket, 0, 0))
-{
-Name($"{key} in count bucket {bucket}");
-}
-    }
+    private void AddCount(string key, long value) => Add(FeatureTag.Count, Hash(key), CountBucket(value), 0, 0);
 
     private ActiveFaults Faults() => _faults is null || _world is null ? ActiveFaults.None : _faults.MaskAt(_world.NowTicks);
 
-    private bool Add(Tag tag, long a, long b, long c, long d) => Add(tag, a, b, c, d, ActiveFaults.None);
-
-    /// <summary>Records a feature; true when it is new to this run and names are kept (the caller then names it).</summary>
-    private bool Add(Tag tag, long a, long b, long c, long d, ActiveFaults faults)
+    private void Add(FeatureTag tag, long a, long b, long c, long d, ActiveFaults faults = ActiveFaults.None)
     {
         var feature = Mix(Mix(Mix(Mix(Mix(Mix(0, (ulong)tag), (ulong)a), (ulong)b), (ulong)c), (ulong)d), (ulong)faults);
-        if (!_features.Add(feature))
+        if (_features.Add(feature))
         {
-            return false;
+            _sorted = null;
+            _parts?.Add(new FeatureParts(feature, tag, a, b, c, d, faults));
         }
-
-        _sorted = null;
-        _last = feature;
-        return _names is not null;
     }
-
-    private void Name(string name) => _names![_last] = name;
 
     private static ulong Mix(ulong hash, ulong value)
     {
@@ -333,6 +262,10 @@ Name($"{key} in count bucket {bucket}");
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
         return z ^ (z >> 31);
     }
+
+    private long Hash(string text) => (long)Intern(text).Hash;
+
+    private long RoleHash(string nodeId) => Hash(Intern(nodeId).Role);
 
     private (ulong Hash, string Role) Intern(string text)
     {
@@ -345,7 +278,19 @@ Name($"{key} in count bucket {bucket}");
         return entry;
     }
 
-    private long RoleHash(string role) => (long)Intern(role).Hash;
+    /// <summary>The string a hash in a feature stands for (names only: a linear search over the strings seen).</summary>
+    private string TextOf(long hash)
+    {
+        foreach (var (text, entry) in _strings)
+        {
+            if ((long)entry.Hash == hash)
+            {
+                return text;
+            }
+        }
+
+        return ((ulong)hash).ToString("x16", CultureInfo.InvariantCulture);
+    }
 
     /// <summary>A node's role without its number (play-754906 and play-1 are both 'play'); other strings stay whole.</summary>
     private static string RoleOf(string text)
@@ -391,62 +336,11 @@ Name($"{key} in count bucket {bucket}");
         return state;
     }
 
-    /// <summary>The range of a <see cref="Log2Bucket"/>: 0, 1, 2-3, 4-7, ...</summary>
-    private static string BucketText(int bucket) => bucket switch
-    {
-        0 => "0",
-        1 => "1",
-        _ => string.Create(CultureInfo.InvariantCulture, $"{1L << (bucket - 1)}-{(1L << bucket) - 1}"),
-    };
-
-    private static string CapText(int against) => against switch
-    {
-        0 => "empty",
-        1 => "within a quarter of its cap",
-        2 => "within half its cap",
-        3 => "below its cap",
-        4 => "at its cap",
-        _ => "over its cap",
-    };
-
-    private static string ModeText(StageMode mode, StageWorkKind kind) => mode switch
-    {
-        StageMode.Idle => "idle",
-        StageMode.Running => "running " + kind,
-        _ => "suspended in " + kind,
-    };
-
-    private static string FaultText(ActiveFaults faults) => faults == ActiveFaults.None ? "no faults" : "faults " + faults.ToString().Replace(", ", "+", StringComparison.Ordinal);
-
-    private enum Tag
-    {
-        Post = 1,
-        Tick,
-        Turn,
-        TurnMessage,
-        Lifecycle,
-        StageMembers,
-        Issue,
-        Completed,
-        HandlerFailed,
-        Dropped,
-        QueueHighWater,
-        Count,
-        Outcome,
-        Violated,
-    }
-
-    private enum StageMode
-    {
-        Idle,
-        Running,
-        Suspended,
-    }
-
     private sealed class StageState
     {
         public StageMode Mode;
         public StageWorkKind Kind;
         public int Depth;
+        public int Members;
     }
 }

@@ -58,6 +58,21 @@ public sealed class BehaviourCoverageTests
     }
 
     [Fact]
+    public void Coverage_OfARunWhoseAllocationsAreJudged_AddsNothingTheAllocationCheckerCounts()
+    {
+        // The shape the allocation checker judges (warm-up, then 10,000 messages of a callback workload, no faults): the
+        // coverage's hooks run on the simulation thread inside the measured window, so a hook that allocated would fail it.
+        var options = ScenarioCatalog.Create("echo").Defaults with { Clients = 2, Mode = WorkloadMode.RequestCallback, WarmUpPerClient = 2_000, RequestsPerClient = 10_000, InFlight = 16, MessageBytes = 64, LossPercent = 0 };
+        var coverage = new BehaviourCoverage(keepNames: true);
+
+        var report = SimRunner.Run(ScenarioCatalog.Create("echo"), 21, options, new RunSettings { Coverage = coverage });
+
+        Assert.True(report.Passed, report.Failure);
+        Assert.StartsWith("yes", report.ScenarioMetrics.Single(m => m.Key == "alloc.judged").Value, StringComparison.Ordinal);
+        Assert.NotEmpty(coverage.Features);
+    }
+
+    [Fact]
     public void FaultPhases_MaskAt_FollowsEachFaultFromItsStepToItsHeal_ThenRecovering()
     {
         var plan = FaultPlan.Parse("100ms:disconnect:2;300ms:reconnect:2;200ms:lossburst:::20:50ms;400ms:partition:play-1:api-1;500ms:latencychange:::90;600ms:heal;700ms:latencychange:::5");
