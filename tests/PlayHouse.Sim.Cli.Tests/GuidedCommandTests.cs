@@ -68,6 +68,7 @@ public sealed class GuidedCommandTests
     [InlineData("zoo", "run", "B4", "--search-seed", "3")]
     [InlineData("zoo", "compare", "B4", "--searches", "random,clever")]
     [InlineData("zoo", "compare", "B4", "--budget", "0")]
+    [InlineData("swarm", "--scenario", "echo", "--seeds", "2", "--guided", "--mode", "tcp")]
     public void GuidedOptions_BadInput_Exits64WithOneErrorLine(params string[] args)
     {
         var result = CliHarness.Run(args);

@@ -201,13 +201,23 @@ public sealed record SimOptions
         };
     }
 
-    private static FaultPlan RandomFaults(IRandomSource random, SimOptions baseline)
+    private static FaultPlan RandomFaults(IRandomSource random, SimOptions baseline) => DrawFaults(random, baseline, FaultDrawBounds.Simulation);
+
+    /// <summary>
+    /// Draws a fault plan of one of each drawn kind (loss burst, latency spike, disconnect and reconnect, clog, crash
+    /// and restart, partition and heal) within <paramref name="bounds"/>; the simulation swarm draws with
+    /// <see cref="FaultDrawBounds.Simulation"/>, a real-socket swarm with bounds scaled to wall time.
+    /// </summary>
+    public static FaultPlan DrawFaults(IRandomSource random, SimOptions baseline, FaultDrawBounds bounds)
     {
+        ArgumentNullException.ThrowIfNull(random);
+        ArgumentNullException.ThrowIfNull(baseline);
+        ArgumentNullException.ThrowIfNull(bounds);
         var steps = new List<FaultStep>();
-        var count = 1 + random.NextInt(4);
+        var count = 1 + random.NextInt(bounds.StepsMax);
         for (var i = 0; i < count; i++)
         {
-            steps.AddRange(SwarmFault(random, baseline));
+            steps.AddRange(SwarmFault(random, baseline, bounds));
         }
 
         return new FaultPlan([.. steps.OrderBy(s => s.At)]);
@@ -216,20 +226,21 @@ public sealed record SimOptions
     /// <summary>
     /// One fault as the swarm draws it, with the step that heals it: a loss burst or a clog (which end by themselves),
     /// a latency change and its return to the baseline's mean, a client cut off and reconnected, play-1 crashed and
-    /// restarted, or the mesh partitioned and healed.
+    /// restarted, or the mesh partitioned and healed, within <paramref name="bounds"/>.
     /// </summary>
-    public static IReadOnlyList<FaultStep> SwarmFault(IRandomSource random, SimOptions baseline)
+    public static IReadOnlyList<FaultStep> SwarmFault(IRandomSource random, SimOptions baseline, FaultDrawBounds bounds)
     {
         ArgumentNullException.ThrowIfNull(random);
         ArgumentNullException.ThrowIfNull(baseline);
-        var at = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
-        var duration = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
+        ArgumentNullException.ThrowIfNull(bounds);
+        var at = TimeSpan.FromMilliseconds(bounds.AtMsMin + random.NextInt(bounds.AtMsSpan));
+        var duration = TimeSpan.FromMilliseconds(bounds.DurationMsMin + random.NextInt(bounds.DurationMsSpan));
         switch (random.NextInt(6))
         {
             case 0:
-                return [new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(30), Duration: duration)];
+                return [new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(bounds.LossPercentSpan), Duration: duration)];
             case 1:
-                return [new FaultStep(at, FaultKind.LatencyChange, Value: 1 + random.NextInt(200)), new FaultStep(at + duration, FaultKind.LatencyChange, Value: baseline.LatencyMsMean)];
+                return [new FaultStep(at, FaultKind.LatencyChange, Value: 1 + random.NextInt(bounds.LatencyMsSpan)), new FaultStep(at + duration, FaultKind.LatencyChange, Value: baseline.LatencyMsMean)];
             case 2:
                 var client = (1 + random.NextInt(Math.Max(1, baseline.Clients))).ToString(CultureInfo.InvariantCulture);
                 return [new FaultStep(at, FaultKind.Disconnect, client), new FaultStep(at + duration, FaultKind.Reconnect, client)];
@@ -240,6 +251,24 @@ public sealed record SimOptions
             default:
                 return [new FaultStep(at, FaultKind.Partition, "play-1", "api-1"), new FaultStep(at + duration, FaultKind.Heal)];
         }
+    }
+
+    /// <summary>
+    /// The run's own latency distribution scaled so that its nominal mean (<see cref="LatencyMsMean"/>) becomes
+    /// <paramref name="meanMs"/>: minimum, mean and maximum move together, whatever the shape, and a step back to the
+    /// run's mean restores the run's distribution exactly (a latency spike then heals).
+    /// </summary>
+    public LatencyModel LatencyScaledTo(double meanMs)
+    {
+        var baseline = ToPathOptions().Latency;
+        var mean = TimeSpan.FromMilliseconds(Math.Max(0, meanMs));
+        if (LatencyMsMean <= 0)
+        {
+            return baseline with { Min = mean, Mean = mean, Max = mean };
+        }
+
+        var factor = Math.Max(0, meanMs) / LatencyMsMean;
+        return baseline with { Min = baseline.Min * factor, Mean = baseline.Mean * factor, Max = baseline.Max * factor };
     }
 
     /// <summary>Every option as key=value, in declaration order; the flaws only when there are any.</summary>
@@ -380,4 +409,18 @@ public sealed record SimOptions
             throw new ArgumentException($"Option '{key}' cannot take the value '{value}': {ex.Message}", ex);
         }
     }
+}
+
+/// <summary>The bounds within which <see cref="SimOptions.DrawFaults"/> draws a fault plan.</summary>
+/// <param name="StepsMax">Drawn kinds per plan, 1 up to this many.</param>
+/// <param name="AtMsMin">The earliest instant of a step.</param>
+/// <param name="AtMsSpan">Steps start within this many ms after the earliest.</param>
+/// <param name="DurationMsMin">The shortest window (a burst, a clog, the time until the heal or restart).</param>
+/// <param name="DurationMsSpan">Windows last up to this many ms more.</param>
+/// <param name="LossPercentSpan">A loss burst's percentage is 5 plus up to this much less one.</param>
+/// <param name="LatencyMsSpan">A latency spike's mean is 1 plus up to this much less one (ms).</param>
+public sealed record FaultDrawBounds(int StepsMax, int AtMsMin, int AtMsSpan, int DurationMsMin, int DurationMsSpan, int LossPercentSpan, int LatencyMsSpan)
+{
+    /// <summary>The simulation swarm's bounds: virtual seconds, where a spike of 200 ms and windows of 3 s cost nothing.</summary>
+    public static FaultDrawBounds Simulation { get; } = new(StepsMax: 4, AtMsMin: 100, AtMsSpan: 3_000, DurationMsMin: 100, DurationMsSpan: 3_000, LossPercentSpan: 30, LatencyMsSpan: 200);
 }
