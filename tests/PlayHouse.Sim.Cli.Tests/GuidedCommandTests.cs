@@ -90,7 +90,7 @@ public sealed class GuidedCommandTests
     }
 
     [Fact]
-    public void ZooCompare_WritesEachCell_AndASecondRunResumesWithoutRunningThemAgain()
+    public void ZooCompare_WritesEachCell_AndASecondRunResumesWithoutRunningThemAgain_CountingACellReadTwiceOnce()
     {
         var results = Path.Combine(Path.GetTempPath(), $"zoo-compare-{Environment.ProcessId}.jsonl");
         File.Delete(results);
@@ -98,12 +98,14 @@ public sealed class GuidedCommandTests
 
         var first = CliHarness.Run(args);
         var second = CliHarness.Run(args);
+        var twice = CliHarness.Run([.. args, "--results", results, "--report-only"]);
 
         Assert.Equal(0, first.ExitCode);
         Assert.Contains("cells-to-run=6", first.Output, StringComparison.Ordinal);
         Assert.Equal(6, File.ReadAllLines(results).Length);
         Assert.Contains("cells-to-run=0", second.Output, StringComparison.Ordinal);
         Assert.Equal(first.Lines[^1], second.Lines[^1]);
+        Assert.Equal(first.Lines[^1], twice.Lines[^1]);
         Assert.StartsWith("B16e ", first.Lines[^1], StringComparison.Ordinal);
         File.Delete(results);
     }
