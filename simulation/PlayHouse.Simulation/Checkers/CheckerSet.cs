@@ -267,6 +267,19 @@ public sealed class CheckerSet : RuntimeObserver, INodeCrashAware, IPoolFaultAwa
         }
     }
 
+    /// <summary>
+    /// Adds an observer that hears every runtime hook after the checkers (a coverage collector): it judges nothing.
+    /// Add before the run starts: the hooks read the list without the lock.
+    /// </summary>
+    public void AddObserver(RuntimeObserver observer)
+    {
+        ArgumentNullException.ThrowIfNull(observer);
+        lock (_gate)
+        {
+            _extraObservers.Add(observer);
+        }
+    }
+
     /// <summary>Watches a node: its mailboxes against its <see cref="ServerOptions.MailboxCapacityMax"/>, and its pool's ledger.</summary>
     public void Watch(ServerNode node)
     {

@@ -158,13 +158,8 @@ public sealed record SimOptions
         var faults = random.NextBool(0.5) ? RandomFaults(random, baseline) : FaultPlan.None;
         var streamLoss = random.NextBool(0.2) ? StreamLossMode.Reset : StreamLossMode.Retransmit;
 
-        // A drawn network must still let a patient client make progress, or the liveness check reports the network,
-        // not the server: a request's timeout covers a round trip through two servers at the slowest drawn latency,
-        // the liveness window several timeouts, and where every lost segment resets the connection the loss stays
-        // rare (at a few percent a 12 KiB message, split into segments, is lost more often than it arrives).
-        var requestTimeoutMs = Math.Max(baseline.RequestTimeoutMs, 8 * latencyMax);
         var lossPercent = random.NextBool(0.5) ? random.NextInt(6) : 0;
-        return baseline with
+        return (baseline with
         {
             Clients = 1 + random.NextInt(Math.Max(1, baseline.Clients)),
             Stages = 1 + random.NextInt(Math.Max(1, baseline.Stages)),
@@ -176,7 +171,7 @@ public sealed record SimOptions
             LatencyMsMin = random.NextInt(latencyMean + 1),
             LatencyMsMean = latencyMean,
             LatencyMsMax = latencyMax,
-            LossPercent = streamLoss == StreamLossMode.Reset ? Math.Min(lossPercent, 1) : lossPercent,
+            LossPercent = lossPercent,
             DuplicatePercent = random.NextBool(0.3) ? random.NextInt(4) : 0,
             ReorderPercent = random.NextBool(0.3) ? random.NextInt(10) : 0,
             SplitPercent = random.NextInt(60),
@@ -184,6 +179,23 @@ public sealed record SimOptions
             StreamLoss = streamLoss,
             ExploreSchedules = random.NextBool(0.5),
             Faults = faults,
+        }).WithSwarmPatience(baseline);
+    }
+
+    /// <summary>
+    /// These options with the swarm's rule for a drawn network applied: it must still let a patient client make
+    /// progress, or the liveness check reports the network, not the server. A request's timeout covers a round trip
+    /// through two servers at the slowest latency, the liveness window several timeouts, and where every lost segment
+    /// resets the connection the loss stays rare (at a few percent a 12 KiB message, split into segments, is lost more
+    /// often than it arrives). A search that changes drawn options applies it again.
+    /// </summary>
+    public SimOptions WithSwarmPatience(SimOptions baseline)
+    {
+        ArgumentNullException.ThrowIfNull(baseline);
+        var requestTimeoutMs = Math.Max(baseline.RequestTimeoutMs, (int)Math.Ceiling(8 * LatencyMsMax));
+        return this with
+        {
+            LossPercent = StreamLoss == StreamLossMode.Reset ? Math.Min(LossPercent, 1) : LossPercent,
             RequestTimeoutMs = requestTimeoutMs,
             LivenessWindowMs = Math.Max(baseline.LivenessWindowMs, 4 * requestTimeoutMs),
         };
@@ -205,37 +217,40 @@ public sealed record SimOptions
         var count = 1 + random.NextInt(bounds.StepsMax);
         for (var i = 0; i < count; i++)
         {
-            var at = TimeSpan.FromMilliseconds(bounds.AtMsMin + random.NextInt(bounds.AtMsSpan));
-            var duration = TimeSpan.FromMilliseconds(bounds.DurationMsMin + random.NextInt(bounds.DurationMsSpan));
-            switch (random.NextInt(6))
-            {
-                case 0:
-                    steps.Add(new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(bounds.LossPercentSpan), Duration: duration));
-                    break;
-                case 1:
-                    steps.Add(new FaultStep(at, FaultKind.LatencyChange, Value: 1 + random.NextInt(bounds.LatencyMsSpan)));
-                    steps.Add(new FaultStep(at + duration, FaultKind.LatencyChange, Value: baseline.LatencyMsMean));
-                    break;
-                case 2:
-                    var client = (1 + random.NextInt(Math.Max(1, baseline.Clients))).ToString(CultureInfo.InvariantCulture);
-                    steps.Add(new FaultStep(at, FaultKind.Disconnect, client));
-                    steps.Add(new FaultStep(at + duration, FaultKind.Reconnect, client));
-                    break;
-                case 3:
-                    steps.Add(new FaultStep(at, FaultKind.Clog, "play-1", "api-1", Duration: duration));
-                    break;
-                case 4:
-                    steps.Add(new FaultStep(at, FaultKind.Crash, "play-1"));
-                    steps.Add(new FaultStep(at + duration, FaultKind.Restart, "play-1"));
-                    break;
-                default:
-                    steps.Add(new FaultStep(at, FaultKind.Partition, "play-1", "api-1"));
-                    steps.Add(new FaultStep(at + duration, FaultKind.Heal));
-                    break;
-            }
+            steps.AddRange(SwarmFault(random, baseline, bounds));
         }
 
         return new FaultPlan([.. steps.OrderBy(s => s.At)]);
+    }
+
+    /// <summary>
+    /// One fault as the swarm draws it, with the step that heals it: a loss burst or a clog (which end by themselves),
+    /// a latency change and its return to the baseline's mean, a client cut off and reconnected, play-1 crashed and
+    /// restarted, or the mesh partitioned and healed, within <paramref name="bounds"/>.
+    /// </summary>
+    public static IReadOnlyList<FaultStep> SwarmFault(IRandomSource random, SimOptions baseline, FaultDrawBounds bounds)
+    {
+        ArgumentNullException.ThrowIfNull(random);
+        ArgumentNullException.ThrowIfNull(baseline);
+        ArgumentNullException.ThrowIfNull(bounds);
+        var at = TimeSpan.FromMilliseconds(bounds.AtMsMin + random.NextInt(bounds.AtMsSpan));
+        var duration = TimeSpan.FromMilliseconds(bounds.DurationMsMin + random.NextInt(bounds.DurationMsSpan));
+        switch (random.NextInt(6))
+        {
+            case 0:
+                return [new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(bounds.LossPercentSpan), Duration: duration)];
+            case 1:
+                return [new FaultStep(at, FaultKind.LatencyChange, Value: 1 + random.NextInt(bounds.LatencyMsSpan)), new FaultStep(at + duration, FaultKind.LatencyChange, Value: baseline.LatencyMsMean)];
+            case 2:
+                var client = (1 + random.NextInt(Math.Max(1, baseline.Clients))).ToString(CultureInfo.InvariantCulture);
+                return [new FaultStep(at, FaultKind.Disconnect, client), new FaultStep(at + duration, FaultKind.Reconnect, client)];
+            case 3:
+                return [new FaultStep(at, FaultKind.Clog, "play-1", "api-1", Duration: duration)];
+            case 4:
+                return [new FaultStep(at, FaultKind.Crash, "play-1"), new FaultStep(at + duration, FaultKind.Restart, "play-1")];
+            default:
+                return [new FaultStep(at, FaultKind.Partition, "play-1", "api-1"), new FaultStep(at + duration, FaultKind.Heal)];
+        }
     }
 
     /// <summary>

@@ -1,6 +1,7 @@
 using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Checkers;
 using PlayHouse.Simulation.Cluster;
+using PlayHouse.Simulation.Coverage;
 using PlayHouse.Simulation.Metrics;
 
 namespace PlayHouse.Simulation.Runs;
@@ -47,6 +48,12 @@ public sealed record RunSettings
 
     /// <summary>Watches the run from its first event to its end (a timeline being recorded), or null.</summary>
     public IRunRecorder? Recorder { get; init; }
+
+    /// <summary>
+    /// Collects the abstract states the run reaches (a guided search's measure of new behaviour); null collects none.
+    /// A collector records one run.
+    /// </summary>
+    public BehaviourCoverage? Coverage { get; init; }
 }
 
 /// <summary>
@@ -117,6 +124,11 @@ public static class SimRunner
             }
 
             checkers!.Lifecycle.WatchRegistries(cluster.StageRegistries);
+            if (settings.Coverage is { } coverage)
+            {
+                coverage.Begin(world, options);
+                checkers.AddObserver(coverage);
+            }
 
             var context = new ScenarioContext(options, new Xoshiro256StarStar(cluster.WorkloadSeed), checkers!, rtt);
             // Start inside the simulation's context, so any await in the scenario's setup resumes on the world.
@@ -180,19 +192,19 @@ public static class SimRunner
                 checkers!.CheckStep();
             }
 
-            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart, quiet, runaway, ledger.Realizations());
+            return Ended(settings, checkers, SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, workloadEndTicks, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart, quiet, runaway, ledger.Realizations()));
         }
         catch (Exception ex) when (ex is not OutOfMemoryException && checkers is not null && checkers.Pools.HasRecorded(ex))
         {
             // A pool ownership fault that nothing caught ended the run where it was detected: the pool ledger already
             // recorded it as its violation (with the buffer and its owners), so the run failed that invariant, loudly,
             // rather than crashing. The world stopped mid-event, so nothing is judged at quiescence.
-            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, cluster?.World.NowTicks ?? 0, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart);
+            return Ended(settings, checkers, SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, cluster?.World.NowTicks ?? 0, timedOut, crash: null, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart));
         }
         catch (Exception ex) when (ex is not OutOfMemoryException)
         {
             crash = ex.ToString();
-            return SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, cluster?.World.NowTicks ?? 0, timedOut, crash, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart);
+            return Ended(settings, checkers, SimReport.Create(scenario, seed, options, cluster, checkers, rtt, run, cluster?.World.NowTicks ?? 0, timedOut, crash, settings.WallClock is null ? null : settings.WallClock.Elapsed - wallStart));
         }
         finally
         {
@@ -205,6 +217,13 @@ public static class SimRunner
             cluster?.World.Trace.Attach(null);
             cluster?.Dispose();
         }
+    }
+
+    /// <summary>Hands the finished run to its coverage collector, if any, and returns its report.</summary>
+    private static SimReport Ended(RunSettings settings, CheckerSet? checkers, SimReport report)
+    {
+        settings.Coverage?.End(checkers, report);
+        return report;
     }
 
     /// <summary>
