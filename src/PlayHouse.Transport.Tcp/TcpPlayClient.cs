@@ -315,6 +315,12 @@ public sealed class TcpPlayClient : IDisposable
     /// <summary>Called for each push. Set before pushes can arrive (before authenticating).</summary>
     public ClientPushHandler? PushReceived { get; set; }
 
+    /// <summary>
+    /// Called for each reply that matches no pending request (late after its timeout, a second copy, or a sequence never
+    /// sent), after it is counted in <see cref="TcpPlayClientStatistics.LateOrUnknownReplies"/>; a checker tells them apart.
+    /// </summary>
+    public ClientPushHandler? UnmatchedReply { get; set; }
+
     /// <summary>Called once when the connection closes, after pending requests were completed as disconnected.</summary>
     public Action<TcpPlayClient, SessionCloseReason, string>? Disconnected { get; set; }
 
@@ -649,16 +655,23 @@ public sealed class TcpPlayClient : IDisposable
         }
 
         PendingSlot pending;
+        bool matched;
         lock (_gate)
         {
-            if (!_slotBySeq.Remove(frame.MsgSeq, out var slot))
+            matched = _slotBySeq.Remove(frame.MsgSeq, out var slot);
+            pending = matched ? _slots[slot] : default;
+            if (matched)
             {
-                Statistics.AddLateOrUnknownReply();
-                return;
+                ReleaseLocked(slot);
             }
+        }
 
-            pending = _slots[slot];
-            ReleaseLocked(slot);
+        if (!matched)
+        {
+            // Outside the lock: the handler may be a checker that takes locks of its own.
+            Statistics.AddLateOrUnknownReply();
+            UnmatchedReply?.Invoke(this, frame);
+            return;
         }
 
         Statistics.AddReply();
@@ -701,16 +714,22 @@ public sealed class TcpPlayClient : IDisposable
             }
 
             PendingSlot pending;
+            bool matched;
             lock (_gate)
             {
-                if (!_slotBySeq.Remove(frame.MsgSeq, out var slot))
+                matched = _slotBySeq.Remove(frame.MsgSeq, out var slot);
+                pending = matched ? _slots[slot] : default;
+                if (matched)
                 {
-                    Statistics.AddLateOrUnknownReply();
-                    return;
+                    ReleaseLocked(slot);
                 }
+            }
 
-                pending = _slots[slot];
-                ReleaseLocked(slot);
+            if (!matched)
+            {
+                Statistics.AddLateOrUnknownReply();
+                UnmatchedReply?.Invoke(this, frame);
+                return;
             }
 
             Statistics.AddReplyRefused();
