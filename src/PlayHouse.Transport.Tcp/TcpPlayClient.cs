@@ -654,23 +654,8 @@ public sealed class TcpPlayClient : IDisposable
             return;
         }
 
-        PendingSlot pending;
-        bool matched;
-        lock (_gate)
+        if (!TakePending(frame, out var pending))
         {
-            matched = _slotBySeq.Remove(frame.MsgSeq, out var slot);
-            pending = matched ? _slots[slot] : default;
-            if (matched)
-            {
-                ReleaseLocked(slot);
-            }
-        }
-
-        if (!matched)
-        {
-            // Outside the lock: the handler may be a checker that takes locks of its own.
-            Statistics.AddLateOrUnknownReply();
-            UnmatchedReply?.Invoke(this, frame);
             return;
         }
 
@@ -713,28 +698,38 @@ public sealed class TcpPlayClient : IDisposable
                 return;
             }
 
-            PendingSlot pending;
-            bool matched;
-            lock (_gate)
+            if (!TakePending(frame, out var pending))
             {
-                matched = _slotBySeq.Remove(frame.MsgSeq, out var slot);
-                pending = matched ? _slots[slot] : default;
-                if (matched)
-                {
-                    ReleaseLocked(slot);
-                }
-            }
-
-            if (!matched)
-            {
-                Statistics.AddLateOrUnknownReply();
-                UnmatchedReply?.Invoke(this, frame);
                 return;
             }
 
             Statistics.AddReplyRefused();
             pending.Handler!(this, new ClientReply(frame.MsgSeq, frame.MsgId, PacketQueueFullErrorCode, ReadOnlyMemory<byte>.Empty, timedOut: false, disconnected: false, pending.State));
         }
+    }
+
+    /// <summary>Takes the request a reply answers; false (counted, and told to <see cref="UnmatchedReply"/>) when none is pending.</summary>
+    private bool TakePending(in ServerFrame frame, out PendingSlot pending)
+    {
+        bool matched;
+        lock (_gate)
+        {
+            matched = _slotBySeq.Remove(frame.MsgSeq, out var slot);
+            pending = matched ? _slots[slot] : default;
+            if (matched)
+            {
+                ReleaseLocked(slot);
+            }
+        }
+
+        if (!matched)
+        {
+            // Outside the lock: the handler may be a checker that takes locks of its own.
+            Statistics.AddLateOrUnknownReply();
+            UnmatchedReply?.Invoke(this, frame);
+        }
+
+        return matched;
     }
 
     private void OnConnectionClosed(SessionCloseReason reason, string detail)

@@ -55,20 +55,11 @@ public sealed class ProxyFaultTests
     }
 
     [Fact]
-    public async Task DrawnHarshFaults_OverTwoSeeds_AreAppliedAndTheCorrectServerPasses()
+    public async Task DrawnMixedFaults_OverTwoSeeds_AreAppliedAndTheCorrectServerPasses()
     {
         await using var target = await InProcessTarget.StartAsync();
-        await using var session = Session(target.Target);
-        var options = new CampaignOptions
-        {
-            Seeds = 2,
-            StartSeed = 11,
-            Shrink = false,
-            Reruns = 1,
-            Shape = new ScheduleShape { ClientsMax = 5, Transports = target.Target.Transports, Faults = FaultMix.Mixed, DurationMs = 1200, RequestTimeoutMs = 2000 },
-        };
 
-        var report = await RunAsync(session, options);
+        var report = await DrawnSeedsAsync(target, 11, new ScheduleShape { ClientsMax = 5, Transports = target.Target.Transports, Faults = FaultMix.Mixed, DurationMs = 1200, RequestTimeoutMs = 2000 });
 
         Assert.True(report.FindingsByChecker.Count == 0, Describe(report));
         Assert.All(report.Runs, r => Assert.Equal(r.Schedule.Faults.Count, r.Ledger.Counter("faults.applied")));

@@ -146,6 +146,15 @@ internal static class Campaigns
         return await runner.RunAsync();
     }
 
+    /// <summary>Two seeds drawn within <paramref name="shape"/> from <paramref name="startSeed"/>, without shrinking.</summary>
+    public static async Task<CampaignReport> DrawnSeedsAsync(InProcessTarget target, ulong startSeed, ScheduleShape shape)
+    {
+        await using var session = Session(target.Target);
+        var report = await RunAsync(session, new CampaignOptions { Seeds = 2, StartSeed = startSeed, Shrink = false, Reruns = 1, Shape = shape });
+        Assert.Equal(2, report.Runs.Count);
+        return report;
+    }
+
     /// <summary>A schedule written by hand: every client's plan, no faults.</summary>
     public static CampaignSchedule Schedule(int durationMs, int requestTimeoutMs, int stages, params CampaignClientPlan[] clients) =>
         new(CampaignSchedule.TestStageProfile, 1, durationMs, requestTimeoutMs, stages, Math.Max(1, clients.Max(c => c.Group) + 1), clients, []);
