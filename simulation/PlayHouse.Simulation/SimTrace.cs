@@ -31,6 +31,10 @@ public sealed class SimTrace
     private readonly ulong[] _foldValues = new ulong[FoldCacheSize];
     private ulong _state = StateSeed;
     private TextWriter? _writer;
+    private ITraceListener? _listener;
+
+    // True while a writer or a listener is attached: the one branch every record takes to decide whether to emit.
+    private bool _emitting;
 
     /// <summary>The running hash of every record so far.</summary>
     public ulong Hash => Finish(_state);
@@ -41,7 +45,21 @@ public sealed class SimTrace
     public long Count { get; private set; }
 
     /// <summary>Attaches a writer that receives one canonical line per record; null detaches.</summary>
-    public void Attach(TextWriter? writer) => _writer = writer;
+    public void Attach(TextWriter? writer)
+    {
+        _writer = writer;
+        _emitting = _writer is not null || _listener is not null;
+    }
+
+    /// <summary>
+    /// Attaches a listener that receives every record as its fields, beside any writer (a page being built while the
+    /// text trace is written); null detaches. What is hashed does not depend on it.
+    /// </summary>
+    public void Listen(ITraceListener? listener)
+    {
+        _listener = listener;
+        _emitting = _writer is not null || _listener is not null;
+    }
 
     public bool IsWriting => _writer is not null;
 
@@ -102,13 +120,22 @@ public sealed class SimTrace
         }
 
         _state = state;
+        if (_emitting)
+        {
+            Emit(timeTicks, kind, a, b, c, text);
+        }
+    }
+
+    // Kept out of Record so the hashing that every record does stays small enough to inline at its callers.
+    private void Emit(long timeTicks, string kind, long a, long b, long c, string? text)
+    {
+        _listener?.OnRecord(new TraceRecord(timeTicks, kind, a, b, c, text));
         if (_writer is not null)
         {
             WriteLine(_writer, timeTicks, kind, a, b, c, text);
         }
     }
 
-    // Kept out of Record so the hashing that every record does stays small enough to inline at its callers.
     private static void WriteLine(TextWriter writer, long timeTicks, string kind, long a, long b, long c, string? text)
     {
         var line = new StringBuilder(64)

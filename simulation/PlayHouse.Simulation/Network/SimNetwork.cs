@@ -153,6 +153,12 @@ public class SimNetwork
     private readonly Stack<NetEvent> _freeEvents = new();
     private long _nextConnectionId;
 
+    /// <summary>
+    /// Sees the bytes of every stream send the network accepts (not the refused ones), just before the send's trace
+    /// record; null (the default) sees nothing. Reads only: nothing it does reaches the world, its random draws or the trace.
+    /// </summary>
+    public INetworkTap? Tap { get; set; }
+
     // One encode buffer for every stream sender (clients and sessions). The world runs on one thread and a send
     // copies its bytes into the pool before it returns, so a sender needs it only between encoding and Send; one
     // shared buffer stays in cache where a buffer per connection (10,000 clients: 20 MB) would not.
@@ -379,6 +385,10 @@ public class SimNetwork
 
         Counters.StreamSegmentsSent++;
         Counters.StreamBytesSent += bytes.Length;
+
+        // The tap sees every send the stream takes, before its trace record: whatever becomes of the bytes (delivered,
+        // retransmitted, discarded, lost with a reset), the record that follows belongs to them.
+        Tap?.OnStreamSend(from.ConnectionId, bytes);
         if (direction.TargetClosedNotified)
         {
             // The peer closed and this end has not heard yet: the bytes leave, and nobody will ever read them.

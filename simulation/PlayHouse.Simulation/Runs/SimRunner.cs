@@ -38,6 +38,29 @@ public sealed record RunSettings
     /// run alone. Runs that share one scratch must run one after another.
     /// </summary>
     public RunScratch? Scratch { get; init; }
+
+    /// <summary>
+    /// Receives the run's round-trip samples when it ends (merged in, so one histogram can gather many runs: a swarm's
+    /// latency distribution per scenario), or null. It must have <see cref="LatencyHistogram"/>'s default layout.
+    /// </summary>
+    public LatencyHistogram? RttSink { get; init; }
+
+    /// <summary>Watches the run from its first event to its end (a timeline being recorded), or null.</summary>
+    public IRunRecorder? Recorder { get; init; }
+}
+
+/// <summary>
+/// Watches one simulated run: attached once the cluster is built (before the first record of the trace) and told when
+/// the run is over, with the checkers that judged it. It may listen to the trace and tap the network; it must not
+/// change the world.
+/// </summary>
+/// <remarks>Called on the thread that runs the simulation.</remarks>
+public interface IRunRecorder
+{
+    void OnStart(SimCluster cluster);
+
+    /// <summary>The run is over (passed, failed or crashed); the cluster is about to be disposed.</summary>
+    void OnEnd(SimCluster cluster, CheckerSet checkers);
 }
 
 /// <summary>
@@ -82,6 +105,7 @@ public static class SimRunner
             cluster = builder.Build();
             var world = cluster.World;
             world.Trace.Attach(settings.TraceWriter);
+            settings.Recorder?.OnStart(cluster);
             if (options.Flaws.Length > 0)
             {
                 // A flawed run's trace starts by naming its flaws, so its hash never equals a correct run's by accident.
@@ -172,6 +196,12 @@ public static class SimRunner
         }
         finally
         {
+            settings.RttSink?.Merge(rtt);
+            if (cluster is not null && checkers is not null)
+            {
+                settings.Recorder?.OnEnd(cluster, checkers);
+            }
+
             cluster?.World.Trace.Attach(null);
             cluster?.Dispose();
         }
