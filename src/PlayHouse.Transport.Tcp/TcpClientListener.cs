@@ -206,6 +206,31 @@ public sealed class TcpClientListener : IDisposable
         return closed;
     }
 
+    /// <summary>
+    /// Ends the listener as a crashed process would: stops accepting and resets every open session at once, with
+    /// no drain and nothing queued sent. Returns how many sessions were reset.
+    /// </summary>
+    public int Abort(string detail)
+    {
+        lock (_gate)
+        {
+            _disposed = true;
+        }
+
+        StopAccepting();
+        _sweepTimer?.Dispose();
+        var aborted = 0;
+        foreach (var session in _sessions.Values.OrderBy(s => s.SessionId).ToList())
+        {
+            if (session.Abort(detail))
+            {
+                aborted++;
+            }
+        }
+
+        return aborted;
+    }
+
     public void Dispose()
     {
         lock (_gate)

@@ -151,6 +151,11 @@ public sealed class TcpClientSession : IClientConnection
     /// <summary>Closes the session with a transport reason.</summary>
     public bool Close(SessionCloseReason reason, string detail) => _connection.Close(reason, detail);
 
+    /// <summary>Ends the session as a crashed process would: a TCP session is reset (RST), nothing queued is sent.</summary>
+    internal bool Abort(string detail) => _connection is SocketConnection socket
+        ? socket.Close(SessionCloseReason.LocalClose, detail, abortive: true)
+        : _connection.Close(SessionCloseReason.LocalClose, detail);
+
     internal void Start() => _connection.Start();
 
     /// <summary>Applies the idle, frame and slow-reader timeouts; called by the listener's one sweep timer.</summary>

@@ -36,6 +36,8 @@ public sealed class TcpClusterBuilder
     private Func<TcpCluster, RuntimeObserver>? _observer;
     private IReadOnlyList<string> _playServerIds = [];
     private IReadOnlyList<string> _apiServerIds = [];
+    private Func<string, string, IPEndPoint, IPEndPoint>? _meshRoute;
+    private NodeParts _parts = NodeParts.Standard;
 
     public TcpClusterBuilder WithPlayServers(int count)
     {
@@ -127,21 +129,47 @@ public sealed class TcpClusterBuilder
         return this;
     }
 
+    /// <summary>
+    /// Routes every mesh link through an address of the caller's choosing (a fault proxy): for the link that node
+    /// <c>from</c> opens to node <c>to</c>, whose mesh listens at the given endpoint, the endpoint to connect to
+    /// instead. Asked again for a restarted node's links, when it must give the same answer. Null connects directly.
+    /// </summary>
+    public TcpClusterBuilder WithMeshRoute(Func<string, string, IPEndPoint, IPEndPoint>? route)
+    {
+        _meshRoute = route;
+        return this;
+    }
+
+    /// <summary>The parts every node is built with (a flawed twin's, in tests); the standard ones by default.</summary>
+    public TcpClusterBuilder WithNodeParts(NodeParts parts)
+    {
+        _parts = parts ?? throw new ArgumentNullException(nameof(parts));
+        return this;
+    }
+
     /// <summary>Starts every node on 127.0.0.1 with OS-chosen ports and joins them into one mesh.</summary>
     public TcpCluster Build()
     {
-        var cluster = new TcpCluster(_time ?? RealTime.System, _loggers ?? NullLoggerFactory.Instance, _transportOptions, _meshOptions);
+        var cluster = new TcpCluster(_time ?? RealTime.System, _loggers ?? NullLoggerFactory.Instance, _transportOptions, _meshOptions)
+        {
+            MeshRoute = _meshRoute,
+            StageTypes = [.. _stageTypes],
+            ApiSetups = [.. _apiSetups],
+            ServerOptions = _serverOptions,
+            CheckedPools = _checkedPools,
+            Parts = _parts,
+        };
         cluster.Observer = _observer?.Invoke(cluster) ?? RuntimeObserver.None;
         try
         {
             for (var i = 1; i <= _playServers; i++)
             {
-                cluster.AddNode(i <= _playServerIds.Count ? _playServerIds[i - 1] : $"play-{i}", TcpNodeKind.Play, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
+                cluster.AddNode(i <= _playServerIds.Count ? _playServerIds[i - 1] : $"play-{i}", TcpNodeKind.Play);
             }
 
             for (var i = 1; i <= _apiServers; i++)
             {
-                cluster.AddNode(i <= _apiServerIds.Count ? _apiServerIds[i - 1] : $"api-{i}", TcpNodeKind.Api, _serverOptions, _checkedPools, _stageTypes, _apiSetups);
+                cluster.AddNode(i <= _apiServerIds.Count ? _apiServerIds[i - 1] : $"api-{i}", TcpNodeKind.Api);
             }
 
             cluster.JoinMesh();
@@ -159,8 +187,11 @@ public sealed class TcpClusterBuilder
 /// <summary>One server process of a <see cref="TcpCluster"/>.</summary>
 public sealed class TcpNode
 {
-    internal TcpNode(string nodeId, TcpNodeKind kind, ServerNode server, MessagePool pool, TcpMeshTransport mesh, TcpClientListener? listener)
+    internal TcpNode(string nodeId, TcpNodeKind kind, ServerNode server, MessagePool pool, TcpMeshTransport mesh, TcpClientListener? listener, IncarnationObserver observer, IncarnationExecutor executor, int incarnation)
     {
+        Observer = observer;
+        Executor = executor;
+        Incarnation = incarnation;
         NodeId = nodeId;
         Kind = kind;
         Server = server;
@@ -172,6 +203,16 @@ public sealed class TcpNode
     public string NodeId { get; }
 
     public TcpNodeKind Kind { get; }
+
+    /// <summary>1 for the node as built, one more for each restart.</summary>
+    public int Incarnation { get; }
+
+    /// <summary>False once this incarnation crashed (<see cref="TcpCluster.Crash"/>); the cluster then holds it until a restart replaces it.</summary>
+    public bool IsUp { get; internal set; } = true;
+
+    internal IncarnationObserver Observer { get; }
+
+    internal IncarnationExecutor Executor { get; }
 
     public ServerNode Server { get; }
 
@@ -202,8 +243,10 @@ public sealed class TcpCluster : IAsyncDisposable
     /// <summary>How often a drain or completion with no event to wait on is checked.</summary>
     private static readonly TimeSpan PollInterval = TimeSpan.FromMilliseconds(5);
 
-    private readonly List<TcpNode> _nodes = [];
-    private readonly Dictionary<string, TcpNode> _byId = new(StringComparer.Ordinal);
+    // Copied on write: a restart replaces a node while other threads enumerate the nodes.
+    private readonly Lock _nodesGate = new();
+    private volatile TcpNode[] _nodes = [];
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<string, TcpNode> _byId = new(StringComparer.Ordinal);
     private readonly ILoggerFactory _loggers;
     private readonly TcpTransportOptions _transportOptions;
     private readonly TcpMeshOptions _meshOptions;
@@ -221,9 +264,24 @@ public sealed class TcpCluster : IAsyncDisposable
 
     public RuntimeObserver Observer { get; internal set; } = RuntimeObserver.None;
 
+    internal Func<string, string, IPEndPoint, IPEndPoint>? MeshRoute { get; init; }
+
+    internal IReadOnlyList<TcpStageType> StageTypes { get; init; } = [];
+
+    internal IReadOnlyList<Action<ApiServer>> ApiSetups { get; init; } = [];
+
+    internal ServerOptions ServerOptions { get; init; } = new();
+
+    internal bool CheckedPools { get; init; } = true;
+
+    internal NodeParts Parts { get; init; } = NodeParts.Standard;
+
     public IReadOnlyList<TcpNode> Nodes => _nodes;
 
     public IEnumerable<TcpNode> PlayServers => _nodes.Where(n => n.Kind == TcpNodeKind.Play);
+
+    /// <summary>The play servers that are up (not crashed).</summary>
+    public IEnumerable<TcpNode> LivePlayServers => PlayServers.Where(n => n.IsUp);
 
     public IEnumerable<TcpNode> ApiServers => _nodes.Where(n => n.Kind == TcpNodeKind.Api);
 
@@ -235,7 +293,7 @@ public sealed class TcpCluster : IAsyncDisposable
     /// <summary>Pools whose ledgers must be empty at quiescence: every node's and the clients'.</summary>
     public IEnumerable<(string Name, MessagePool Pool)> LivePools()
     {
-        foreach (var node in _nodes)
+        foreach (var node in _nodes.Where(n => n.IsUp))
         {
             yield return (node.NodeId, node.Pool);
         }
@@ -255,6 +313,65 @@ public sealed class TcpCluster : IAsyncDisposable
     public bool BreakMeshLink(string fromNodeId, string toNodeId) => Node(fromNodeId).Mesh.BreakLink(toNodeId);
 
     /// <summary>
+    /// Crashes a node as a killed process: its client sessions are reset with nothing drained or sent, it stops
+    /// accepting, its mesh links close, and its server is gone with what it held (stages, mailboxes, requests). Its
+    /// incarnation reports nothing more to the observer. The node stays in <see cref="Nodes"/>, down, until
+    /// <see cref="Restart"/>; its pool leaves <see cref="LivePools"/>, as the process's memory would.
+    /// </summary>
+    /// <returns>False when the node was already down (nothing happened).</returns>
+    public bool Crash(string nodeId)
+    {
+        TcpNode node;
+        lock (_nodesGate)
+        {
+            node = Node(nodeId);
+            if (!node.IsUp)
+            {
+                return false;
+            }
+
+            node.IsUp = false;
+        }
+
+        // Silence first, then stop: what the abort sets off (disconnects, failed requests) must not run or report.
+        node.Observer.Mute();
+        node.Executor.Kill();
+        node.Listener?.Abort($"{nodeId} crashed");
+        node.Mesh.Dispose();
+        node.Server.Dispose();
+        return true;
+    }
+
+    /// <summary>
+    /// Starts a fresh, empty incarnation of a crashed node on the same ports (client listener and mesh), so clients
+    /// and peers reach it again at the addresses they know; its links to its peers take the same routes.
+    /// </summary>
+    /// <returns>False when the node was up (nothing happened).</returns>
+    public bool Restart(string nodeId)
+    {
+        lock (_nodesGate)
+        {
+            var old = Node(nodeId);
+            if (old.IsUp || _stopped)
+            {
+                return false;
+            }
+
+            var node = CreateNode(nodeId, old.Kind, old.Incarnation + 1, old.Mesh.LocalEndPoint!, old.ClientEndPoint);
+            var nodes = (TcpNode[])_nodes.Clone();
+            nodes[Array.IndexOf(nodes, old)] = node;
+            _nodes = nodes;
+            _byId[nodeId] = node;
+            foreach (var peer in _nodes.Where(p => !ReferenceEquals(p, node)))
+            {
+                node.Mesh.AddPeer(peer.NodeId, RouteOf(nodeId, peer));
+            }
+
+            return true;
+        }
+    }
+
+    /// <summary>
     /// Winds down to quiescence: closes client sessions, waits for every session to return its buffers, closes
     /// every stage and waits until stages are gone and nothing is in flight, then stops the mesh and waits for its
     /// links to return their buffers, or until <paramref name="timeout"/> passes. Returns true when everything went
@@ -263,12 +380,12 @@ public sealed class TcpCluster : IAsyncDisposable
     public async Task<bool> QuiesceAsync(TimeSpan timeout, CancellationToken cancellationToken = default)
     {
         var deadline = Time.GetTimestamp() + (long)(timeout.Ticks * (double)Time.TimestampFrequency / TimeSpan.TicksPerSecond);
-        foreach (var node in PlayServers)
+        foreach (var node in LivePlayServers)
         {
             node.Listener!.CloseAll(SessionCloseReason.ServerStopping, "cluster winding down");
         }
 
-        foreach (var node in PlayServers)
+        foreach (var node in LivePlayServers)
         {
             if (!await WaitAsync(node.Listener!.WhenAllSessionsFinished(), deadline, cancellationToken).ConfigureAwait(false))
             {
@@ -276,7 +393,7 @@ public sealed class TcpCluster : IAsyncDisposable
             }
         }
 
-        foreach (var node in PlayServers)
+        foreach (var node in LivePlayServers)
         {
             foreach (var stage in node.Play!.GetStageStatistics())
             {
@@ -290,12 +407,12 @@ public sealed class TcpCluster : IAsyncDisposable
         }
 
         // Mesh links hold buffers while open; stopping the mesh returns them, so the ledgers can be checked.
-        foreach (var node in _nodes)
+        foreach (var node in _nodes.Where(n => n.IsUp))
         {
             node.Mesh.Dispose();
         }
 
-        foreach (var node in _nodes)
+        foreach (var node in _nodes.Where(n => n.IsUp))
         {
             if (!await WaitAsync(node.Mesh.WhenAllLinksFinished(), deadline, cancellationToken).ConfigureAwait(false))
             {
@@ -308,13 +425,13 @@ public sealed class TcpCluster : IAsyncDisposable
 
     /// <summary>True when no stage, no pending or unanswered request, and no session is left on any node.</summary>
     public bool IsQuiet() =>
-        _nodes.All(n => n.Server.PendingRequestCount == 0 && n.Server.UnansweredRequestCount == 0
+        _nodes.Where(n => n.IsUp).All(n => n.Server.PendingRequestCount == 0 && n.Server.UnansweredRequestCount == 0
             && (n.Play is null || (n.Play.StageCount == 0 && n.Play.SessionCount == 0 && n.Listener!.UnfinishedSessionCount == 0)));
 
     public async ValueTask DisposeAsync()
     {
         Stop();
-        foreach (var node in PlayServers)
+        foreach (var node in LivePlayServers)
         {
             await WaitAsync(node.Listener!.WhenAllSessionsFinished(), Time.GetTimestamp() + Time.TimestampFrequency * 10, CancellationToken.None).ConfigureAwait(false);
         }
@@ -328,7 +445,7 @@ public sealed class TcpCluster : IAsyncDisposable
         }
 
         _stopped = true;
-        foreach (var node in _nodes)
+        foreach (var node in _nodes.Where(n => n.IsUp))
         {
             node.Listener?.Dispose();
             node.Mesh.Dispose();
@@ -336,16 +453,34 @@ public sealed class TcpCluster : IAsyncDisposable
         }
     }
 
-    internal void AddNode(string nodeId, TcpNodeKind kind, ServerOptions serverOptions, bool checkedPools, IReadOnlyList<TcpStageType> stageTypes, IReadOnlyList<Action<ApiServer>> apiSetups)
+    internal void AddNode(string nodeId, TcpNodeKind kind)
     {
-        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = checkedPools, Name = nodeId });
-        var seams = new NodeSeams(Time, ThreadPoolExecutor.Instance, EntropyRandomSource.Create(), pool) { Observer = Observer };
+        var node = CreateNode(nodeId, kind, incarnation: 1, new IPEndPoint(IPAddress.Loopback, 0), kind == TcpNodeKind.Play ? new IPEndPoint(IPAddress.Loopback, 0) : null);
+        lock (_nodesGate)
+        {
+            _nodes = [.. _nodes, node];
+            _byId.TryAdd(nodeId, node);
+        }
+    }
+
+    private TcpNode CreateNode(string nodeId, TcpNodeKind kind, int incarnation, IPEndPoint meshBindTo, IPEndPoint? clientBindTo)
+    {
+        if (ServerOptions.SingleThreaded)
+        {
+            // Each incarnation's executor wraps the ThreadPool's, which the node's own check would no longer see.
+            throw new ArgumentException($"Node {nodeId}: ServerOptions.SingleThreaded needs a single-threaded executor, not the ThreadPool executor.");
+        }
+
+        var pool = new MessagePool(new MessagePoolOptions { CheckedMode = CheckedPools, Name = nodeId });
+        var observer = new IncarnationObserver(Observer);
+        var executor = new IncarnationExecutor(ThreadPoolExecutor.Instance);
+        var seams = new NodeSeams(Time, executor, EntropyRandomSource.Create(), pool) { Observer = observer, Parts = Parts };
         ServerNode server;
         TcpClientListener? listener = null;
         if (kind == TcpNodeKind.Play)
         {
-            var play = new PlayServer(nodeId, seams, serverOptions);
-            foreach (var type in stageTypes)
+            var play = new PlayServer(nodeId, seams, ServerOptions);
+            foreach (var type in StageTypes)
             {
                 play.RegisterStage(type.Name, type.StageFactory, type.ActorFactory);
             }
@@ -355,8 +490,8 @@ public sealed class TcpCluster : IAsyncDisposable
         }
         else
         {
-            var api = new ApiServer(nodeId, seams, serverOptions);
-            foreach (var setup in apiSetups)
+            var api = new ApiServer(nodeId, seams, ServerOptions);
+            foreach (var setup in ApiSetups)
             {
                 setup(api);
             }
@@ -366,11 +501,31 @@ public sealed class TcpCluster : IAsyncDisposable
 
         var mesh = new TcpMeshTransport(server, _meshOptions, _loggers.CreateLogger("PlayHouse.Transport.Tcp.Mesh." + nodeId), Time);
         server.Mesh = mesh;
-        var node = new TcpNode(nodeId, kind, server, pool, mesh, listener);
-        _nodes.Add(node);
-        _byId.Add(nodeId, node);
-        mesh.Start(new IPEndPoint(IPAddress.Loopback, 0));
-        listener?.Start(new IPEndPoint(IPAddress.Loopback, 0));
+        var node = new TcpNode(nodeId, kind, server, pool, mesh, listener, observer, executor, incarnation);
+        try
+        {
+            mesh.Start(meshBindTo);
+            if (clientBindTo is not null)
+            {
+                listener!.Start(clientBindTo);
+            }
+        }
+        catch
+        {
+            listener?.Dispose();
+            mesh.Dispose();
+            server.Dispose();
+            throw;
+        }
+
+        return node;
+    }
+
+    /// <summary>Where node <paramref name="fromNodeId"/> connects to reach <paramref name="peer"/>'s mesh: its own endpoint, or the route's.</summary>
+    private IPEndPoint RouteOf(string fromNodeId, TcpNode peer)
+    {
+        var endPoint = peer.Mesh.LocalEndPoint!;
+        return MeshRoute?.Invoke(fromNodeId, peer.NodeId, endPoint) ?? endPoint;
     }
 
     internal void JoinMesh()
@@ -381,7 +536,7 @@ public sealed class TcpCluster : IAsyncDisposable
             {
                 if (!ReferenceEquals(node, peer))
                 {
-                    node.Mesh.AddPeer(peer.NodeId, peer.Mesh.LocalEndPoint!);
+                    node.Mesh.AddPeer(peer.NodeId, RouteOf(node.NodeId, peer));
                 }
             }
         }

@@ -8,173 +8,6 @@ using PlayHouse.Core.Runtime;
 
 namespace PlayHouse.Transport.Tcp;
 
-/// <summary>Options of a <see cref="TcpPlayClient"/>. The defaults are PlayHouse's client defaults where it has them.</summary>
-public sealed record TcpPlayClientOptions
-{
-    /// <summary>The pool reply and push payloads are decoded into; null gives the client a private unchecked pool.</summary>
-    public MessagePool? Pool { get; init; }
-
-    /// <summary>The clock of request timeouts and heartbeats; null uses the system clock.</summary>
-    public TimeProvider? Time { get; init; }
-
-    /// <summary>Every request of this client has this timeout, so deadlines expire in send order.</summary>
-    public TimeSpan RequestTimeout { get; init; } = TimeSpan.FromSeconds(30);
-
-    /// <summary>Sends a heartbeat this often while connected; null sends none (PlayHouse clients use 10 s).</summary>
-    public TimeSpan? HeartbeatInterval { get; init; }
-
-    /// <summary>Requests pending at once; further requests are refused (Request returns 0).</summary>
-    public int InFlightMax { get; init; } = 1024;
-
-    /// <summary>Encoded bytes queued for sending before sends are refused.</summary>
-    public int SendQueueBytesMax { get; init; } = 4 * 1024 * 1024;
-
-    public int ReceiveBufferBytes { get; init; } = 16 * 1024;
-
-    /// <summary>Inflates compressed (OriginalSize &gt; 0) server frames; null treats them as malformed.</summary>
-    public IPayloadDecompressor? Decompressor { get; init; }
-
-    public bool NoDelay { get; init; } = true;
-
-    /// <summary>
-    /// Null (the default): plain TCP. Set: <see cref="TcpPlayClient.ConnectAsync"/> authenticates the connection as a
-    /// TLS client with these options (target host, certificate validation) before any frame is sent, and
-    /// <see cref="TcpPlayClient.ConnectWebSocketAsync"/> uses its certificate validation for <c>wss://</c>.
-    /// </summary>
-    public SslClientAuthenticationOptions? Tls { get; init; }
-
-    /// <summary>The most bytes one WebSocket message to the server carries (longer runs of queued frames leave as several messages).</summary>
-    public int WebSocketMessageBytesMax { get; init; } = 16 * 1024;
-
-    /// <summary>
-    /// Null (the default): reply and push handlers run on I/O threads as packets arrive. A number: replies and pushes
-    /// wait in a packet queue of at most this many until the application reads them with
-    /// <see cref="TcpPlayClient.ReadPackets"/> (a game's main loop draining its connector once a frame, as PlayHouse's
-    /// connector does). Past the cap the client refuses: a push is dropped and counted, and a reply completes its
-    /// request at once with <see cref="TcpPlayClient.PacketQueueFullErrorCode"/>, so memory stays bounded however
-    /// fast the server pushes.
-    /// </summary>
-    public int? PacketQueueMax { get; init; }
-
-    public void Validate()
-    {
-        if (RequestTimeout <= TimeSpan.Zero || InFlightMax < 1 || InFlightMax >= ushort.MaxValue || SendQueueBytesMax < 1024 || ReceiveBufferBytes < 256
-            || (HeartbeatInterval is { } heartbeat && heartbeat <= TimeSpan.Zero) || PacketQueueMax <= 0 || WebSocketMessageBytesMax < 256)
-        {
-            throw new ArgumentException("TcpPlayClientOptions has a value out of range.");
-        }
-    }
-}
-
-/// <summary>
-/// How a request ended, as a reply handler sees it. <see cref="Payload"/> is valid only during the handler call
-/// (the buffer goes back to the pool after it).
-/// </summary>
-public readonly struct ClientReply(ushort msgSeq, string msgId, ushort errorCode, ReadOnlyMemory<byte> payload, bool timedOut, bool disconnected, object? state)
-{
-    public ushort MsgSeq { get; } = msgSeq;
-
-    public string MsgId { get; } = msgId;
-
-    public ushort ErrorCode { get; } = errorCode;
-
-    public ReadOnlyMemory<byte> Payload { get; } = payload;
-
-    /// <summary>No reply arrived within the request timeout.</summary>
-    public bool TimedOut { get; } = timedOut;
-
-    /// <summary>The connection closed before a reply arrived.</summary>
-    public bool Disconnected { get; } = disconnected;
-
-    /// <summary>The state passed to <see cref="TcpPlayClient.Request"/>.</summary>
-    public object? State { get; } = state;
-
-    public bool IsSuccess => !TimedOut && !Disconnected && ErrorCode == ErrorCodes.Success;
-}
-
-/// <summary>A request's outcome with its payload copied out, for <see cref="TcpPlayClient.RequestAsync"/>.</summary>
-public sealed record TcpReply(ushort MsgSeq, string MsgId, ushort ErrorCode, byte[] Payload, bool TimedOut, bool Disconnected)
-{
-    public bool IsSuccess => !TimedOut && !Disconnected && ErrorCode == ErrorCodes.Success;
-}
-
-/// <summary>Receives each reply (or timeout, or disconnect) of a request exactly once.</summary>
-public delegate void ClientReplyHandler(TcpPlayClient client, in ClientReply reply);
-
-/// <summary>Receives each push (a frame with sequence 0). The frame's payload is valid only during the call.</summary>
-public delegate void ClientPushHandler(TcpPlayClient client, in ServerFrame push);
-
-/// <summary>Counters of one <see cref="TcpPlayClient"/>.</summary>
-/// <remarks>Thread-safe.</remarks>
-public sealed class TcpPlayClientStatistics
-{
-    private long _requestsSent;
-    private long _replies;
-    private long _timeouts;
-    private long _lateOrUnknownReplies;
-    private long _pushes;
-    private long _sendsSent;
-    private long _requestsRefused;
-    private long _heartbeatsSent;
-    private long _heartbeatsReceived;
-    private long _failedByDisconnect;
-    private long _pushesDropped;
-    private long _repliesRefused;
-
-    public long RequestsSent => Volatile.Read(ref _requestsSent);
-
-    public long Replies => Volatile.Read(ref _replies);
-
-    public long Timeouts => Volatile.Read(ref _timeouts);
-
-    /// <summary>Replies whose request had timed out or was never sent: counted and dropped, never turned into a push (B12).</summary>
-    public long LateOrUnknownReplies => Volatile.Read(ref _lateOrUnknownReplies);
-
-    public long Pushes => Volatile.Read(ref _pushes);
-
-    public long SendsSent => Volatile.Read(ref _sendsSent);
-
-    /// <summary>Requests and sends refused: not connected, the in-flight cap reached, or the send queue full.</summary>
-    public long RequestsRefused => Volatile.Read(ref _requestsRefused);
-
-    public long HeartbeatsSent => Volatile.Read(ref _heartbeatsSent);
-
-    public long HeartbeatsReceived => Volatile.Read(ref _heartbeatsReceived);
-
-    /// <summary>Pending requests completed as disconnected when the connection closed.</summary>
-    public long FailedByDisconnect => Volatile.Read(ref _failedByDisconnect);
-
-    /// <summary>Pushes dropped because the packet queue was at its cap (<see cref="TcpPlayClientOptions.PacketQueueMax"/>).</summary>
-    public long PushesDropped => Volatile.Read(ref _pushesDropped);
-
-    /// <summary>Replies refused because the packet queue was at its cap; their requests completed with <see cref="TcpPlayClient.PacketQueueFullErrorCode"/>.</summary>
-    public long RepliesRefused => Volatile.Read(ref _repliesRefused);
-
-    internal void AddRequestSent() => Interlocked.Increment(ref _requestsSent);
-
-    internal void AddReply() => Interlocked.Increment(ref _replies);
-
-    internal void AddTimeout() => Interlocked.Increment(ref _timeouts);
-
-    internal void AddLateOrUnknownReply() => Interlocked.Increment(ref _lateOrUnknownReplies);
-
-    internal void AddPush() => Interlocked.Increment(ref _pushes);
-
-    internal void AddSendSent() => Interlocked.Increment(ref _sendsSent);
-
-    internal void AddRequestRefused() => Interlocked.Increment(ref _requestsRefused);
-
-    internal void AddHeartbeatSent() => Interlocked.Increment(ref _heartbeatsSent);
-
-    internal void AddHeartbeatReceived() => Interlocked.Increment(ref _heartbeatsReceived);
-
-    internal void AddFailedByDisconnect() => Interlocked.Increment(ref _failedByDisconnect);
-
-    internal void AddPushDropped() => Interlocked.Increment(ref _pushesDropped);
-
-    internal void AddReplyRefused() => Interlocked.Increment(ref _repliesRefused);
-}
-
 /// <summary>
 /// Our own client connector for PlayHouse's TCP protocol, for tests and the benchmark client: connect, authenticate,
 /// request/reply correlated by the 16-bit sequence (a sequence still pending is never reused, so a wrapped sequence
@@ -183,6 +16,8 @@ public sealed class TcpPlayClientStatistics
 /// sessions; the callback form of <see cref="Request"/> allocates nothing per request.
 /// </summary>
 /// <remarks>
+/// Invariant: every request's handler runs exactly once (reply, timeout, refused reply or disconnect), because each
+/// outcome first takes the request out of the pending table (<see cref="ClientPendingRequests"/>), and only one can.
 /// Thread-safe: requests may be issued from any thread. Reply handlers run on I/O threads (or the timer thread for
 /// timeouts), one call per request; handlers of different requests may run concurrently. With
 /// <see cref="TcpPlayClientOptions.PacketQueueMax"/> set, reply and push handlers run instead on the thread that
@@ -196,26 +31,15 @@ public sealed class TcpPlayClient : IDisposable
     /// <summary>The error code a request completes with when its reply met a full packet queue (client-side only, never on the wire).</summary>
     public const ushort PacketQueueFullErrorCode = 60101;
 
-    private const int NoSlot = -1;
-
     private static readonly ClientReplyHandler CompleteTaskHandler = CompleteTask;
 
     private readonly TcpPlayClientOptions _options;
     private readonly IClientConnection _connection;
-    private readonly Lock _gate = new();
-    private readonly Dictionary<ushort, int> _slotBySeq;
-    private readonly PendingSlot[] _slots;
-    private readonly int[] _freeSlots;
-    private readonly PendingSlot[] _expired;
+    private readonly ClientPendingRequests _pending;
+    private readonly ClientPendingRequests.PendingRequest[] _expired;
     private readonly ITimer _timeoutTimer;
     private readonly ITimer? _heartbeatTimer;
     private readonly TaskCompletionSource<SessionCloseReason> _closed = new(TaskCreationOptions.RunContinuationsAsynchronously);
-    private int _freeCount;
-    private ushort _lastSeq;
-    private int _head = NoSlot;
-    private int _tail = NoSlot;
-    private long _armedDeadlineTimestamp = long.MaxValue;
-    private bool _connectionClosed;
 
     // Packets waiting for the application (PacketQueueMax set), guarded by their own lock: I/O threads add, the
     // application's thread reads.
@@ -230,17 +54,8 @@ public sealed class TcpPlayClient : IDisposable
         _options = options;
         Time = options.Time ?? RealTime.System;
         Pool = options.Pool ?? new MessagePool();
-        var inFlightMax = options.InFlightMax;
-        _slots = new PendingSlot[inFlightMax];
-        _expired = new PendingSlot[inFlightMax];
-        _freeSlots = new int[inFlightMax];
-        for (var i = 0; i < inFlightMax; i++)
-        {
-            _freeSlots[i] = inFlightMax - 1 - i;
-        }
-
-        _freeCount = inFlightMax;
-        _slotBySeq = new Dictionary<ushort, int>(inFlightMax);
+        _pending = new ClientPendingRequests(options.InFlightMax);
+        _expired = new ClientPendingRequests.PendingRequest[options.InFlightMax];
         RemoteEndPoint = remoteEndPoint;
         LocalEndPoint = localEndPoint;
         if (options.PacketQueueMax is not null)
@@ -281,18 +96,9 @@ public sealed class TcpPlayClient : IDisposable
     public Task<SessionCloseReason> Closed => _closed.Task;
 
     /// <summary>Requests pending now.</summary>
-    public int InFlight
-    {
-        get
-        {
-            lock (_gate)
-            {
-                return _slotBySeq.Count;
-            }
-        }
-    }
+    public int InFlight => _pending.Count;
 
-    public int InFlightHighWater { get; private set; }
+    public int InFlightHighWater => _pending.HighWater;
 
     /// <summary>Packets waiting for <see cref="ReadPackets"/> (0 when handlers run as packets arrive).</summary>
     public int PacketsQueued
@@ -406,49 +212,17 @@ public sealed class TcpPlayClient : IDisposable
     {
         ArgumentNullException.ThrowIfNull(onReply);
         var frameBytes = ClientFrameEncoder.GetEncodedLength(msgId, payload.Length);
-        ushort seq;
-        int slot;
-        bool arm;
-        lock (_gate)
+        var deadline = Time.GetTimestamp() + TimestampTicks(_options.RequestTimeout);
+        if (!_pending.TryAdd(deadline, onReply, state, out var seq, out var arm))
         {
-            if (_connectionClosed || _freeCount == 0)
-            {
-                Statistics.AddRequestRefused();
-                return 0;
-            }
-
-            seq = NextSeqLocked();
-            slot = _freeSlots[--_freeCount];
-            var deadline = Time.GetTimestamp() + TimestampTicks(_options.RequestTimeout);
-            _slots[slot] = new PendingSlot { Seq = seq, DeadlineTimestamp = deadline, Handler = onReply, State = state, Prev = _tail, Next = NoSlot };
-            LinkLocked(slot);
-            _slotBySeq.Add(seq, slot);
-            if (_slotBySeq.Count > InFlightHighWater)
-            {
-                InFlightHighWater = _slotBySeq.Count;
-            }
-
-            arm = deadline < _armedDeadlineTimestamp;
-            if (arm)
-            {
-                _armedDeadlineTimestamp = deadline;
-            }
+            Statistics.AddRequestRefused();
+            return 0;
         }
 
         // Registered before it is sent, so a reply can never arrive for an unknown sequence.
         if (!_connection.Enqueue(new ClientFrameWriter(msgId, seq, stageId, payload, frameBytes)))
         {
-            bool removed;
-            lock (_gate)
-            {
-                removed = _slotBySeq.Remove(seq);
-                if (removed)
-                {
-                    ReleaseLocked(slot);
-                }
-            }
-
-            if (!removed)
+            if (!_pending.TryCancel(seq))
             {
                 // The connection closed meanwhile and already completed this request as disconnected: exactly once holds.
                 return seq;
@@ -566,26 +340,9 @@ public sealed class TcpPlayClient : IDisposable
 
     private long TimestampTicks(TimeSpan span) => (long)(span.Ticks * (double)Time.TimestampFrequency / TimeSpan.TicksPerSecond);
 
-    private ushort NextSeqLocked()
-    {
-        // Skip 0 (one-way) and any sequence still pending.
-        do
-        {
-            _lastSeq = (ushort)(_lastSeq == ushort.MaxValue ? 1 : _lastSeq + 1);
-        }
-        while (_slotBySeq.ContainsKey(_lastSeq));
-
-        return _lastSeq;
-    }
-
     private void ArmTimer()
     {
-        long deadline;
-        lock (_gate)
-        {
-            deadline = _armedDeadlineTimestamp;
-        }
-
+        var deadline = _pending.ArmedDeadlineTimestamp;
         if (deadline == long.MaxValue)
         {
             return;
@@ -606,22 +363,7 @@ public sealed class TcpPlayClient : IDisposable
     {
         try
         {
-            int count = 0;
-            lock (_gate)
-            {
-                var now = Time.GetTimestamp();
-
-                // One timeout per client, so send order is deadline order: expire from the head.
-                while (_head != NoSlot && _slots[_head].DeadlineTimestamp <= now)
-                {
-                    var slot = _head;
-                    _expired[count++] = _slots[slot];
-                    _slotBySeq.Remove(_slots[slot].Seq);
-                    ReleaseLocked(slot);
-                }
-
-                _armedDeadlineTimestamp = _head == NoSlot ? long.MaxValue : _slots[_head].DeadlineTimestamp;
-            }
+            var count = _pending.TakeExpired(Time.GetTimestamp(), _expired);
 
             for (var i = 0; i < count; i++)
             {
@@ -709,46 +451,22 @@ public sealed class TcpPlayClient : IDisposable
     }
 
     /// <summary>Takes the request a reply answers; false (counted, and told to <see cref="UnmatchedReply"/>) when none is pending.</summary>
-    private bool TakePending(in ServerFrame frame, out PendingSlot pending)
+    private bool TakePending(in ServerFrame frame, out ClientPendingRequests.PendingRequest pending)
     {
-        bool matched;
-        lock (_gate)
+        if (_pending.TryComplete(frame.MsgSeq, out pending))
         {
-            matched = _slotBySeq.Remove(frame.MsgSeq, out var slot);
-            pending = matched ? _slots[slot] : default;
-            if (matched)
-            {
-                ReleaseLocked(slot);
-            }
+            return true;
         }
 
-        if (!matched)
-        {
-            // Outside the lock: the handler may be a checker that takes locks of its own.
-            Statistics.AddLateOrUnknownReply();
-            UnmatchedReply?.Invoke(this, frame);
-        }
-
-        return matched;
+        // The pending table's lock is released by now: the handler may be a checker that takes locks of its own.
+        Statistics.AddLateOrUnknownReply();
+        UnmatchedReply?.Invoke(this, frame);
+        return false;
     }
 
     private void OnConnectionClosed(SessionCloseReason reason, string detail)
     {
-        List<PendingSlot> failed;
-        lock (_gate)
-        {
-            _connectionClosed = true;
-            failed = new List<PendingSlot>(_slotBySeq.Count);
-            while (_head != NoSlot)
-            {
-                var slot = _head;
-                failed.Add(_slots[slot]);
-                _slotBySeq.Remove(_slots[slot].Seq);
-                ReleaseLocked(slot);
-            }
-
-            _armedDeadlineTimestamp = long.MaxValue;
-        }
+        var failed = _pending.Close();
 
         _heartbeatTimer?.Dispose();
         foreach (var pending in failed)
@@ -758,55 +476,6 @@ public sealed class TcpPlayClient : IDisposable
         }
 
         Disconnected?.Invoke(this, reason, detail);
-    }
-
-    private void LinkLocked(int slot)
-    {
-        if (_tail != NoSlot)
-        {
-            _slots[_tail].Next = slot;
-        }
-        else
-        {
-            _head = slot;
-        }
-
-        _tail = slot;
-    }
-
-    private void ReleaseLocked(int slot)
-    {
-        var s = _slots[slot];
-        if (s.Prev != NoSlot)
-        {
-            _slots[s.Prev].Next = s.Next;
-        }
-        else
-        {
-            _head = s.Next;
-        }
-
-        if (s.Next != NoSlot)
-        {
-            _slots[s.Next].Prev = s.Prev;
-        }
-        else
-        {
-            _tail = s.Prev;
-        }
-
-        _slots[slot] = default;
-        _freeSlots[_freeCount++] = slot;
-    }
-
-    private struct PendingSlot
-    {
-        public ushort Seq;
-        public long DeadlineTimestamp;
-        public ClientReplyHandler? Handler;
-        public object? State;
-        public int Prev;
-        public int Next;
     }
 
     /// <summary>What the client needs of its connection, whichever transport carries it.</summary>

@@ -83,18 +83,22 @@ public sealed class TcpCommandTests
     }
 
     [Fact]
-    public void RunTcp_WithNetworkFaultsAndShapes_StatesWhatItSkipsAndIgnores()
+    public void RunTcp_WithNetworkFaultsAndShapes_AppliesThemThroughProxiesAndStatesWhatItIgnores()
     {
         var result = CliHarness.Run(
             "run", "--scenario", "send-push", "--mode", "tcp", "--seed", "2",
-            "--set", "clients=2", "requestsPerClient=10", "latencyMsMean=9", "lossPercent=3", "mode=RequestAsync", "faults=10ms:partition:play-1:api-1:0:0ms;20ms:heal");
+            "--set", "clients=2", "requestsPerClient=10", "latencyMsMean=9", "lossPercent=3", "duplicatePercent=2", "mode=RequestAsync", "faults=10ms:partition:play-1:api-1:0:0ms;20ms:heal");
 
         Assert.True(result.ExitCode == 0, result.ToString());
-        var skipped = result.Lines.Where(l => l.StartsWith("fault.skipped=", StringComparison.Ordinal)).ToList();
-        Assert.Equal(["fault.skipped=10ms:partition:play-1:api-1:0:0ms", "fault.skipped=20ms:heal"], skipped);
+        Assert.DoesNotContain(result.Lines, l => l.StartsWith("fault.skipped=", StringComparison.Ordinal));
+        Assert.Equal("proxy", result.Value("network"));
+        Assert.Equal("asked 2, took effect 2", result.Value("fault.partition"));
+        Assert.Equal("pass", result.Value("faults-realized"));
+        Assert.DoesNotContain("latencyMsMean", result.Value("tcp.ignores"), StringComparison.Ordinal);
         var ignored = result.Lines.Where(l => l.StartsWith("option.ignored=", StringComparison.Ordinal)).ToList();
-        Assert.Contains("option.ignored=latencyMsMean=9", ignored);
-        Assert.Contains("option.ignored=lossPercent=3", ignored);
+        Assert.DoesNotContain("option.ignored=latencyMsMean=9", ignored);
+        Assert.DoesNotContain("option.ignored=lossPercent=3", ignored);
+        Assert.Contains("option.ignored=duplicatePercent=2", ignored);
         Assert.Contains(ignored, l => l.StartsWith("option.ignored=mode=RequestAsync (the send-push scenario runs mode=Send", StringComparison.Ordinal));
     }
 

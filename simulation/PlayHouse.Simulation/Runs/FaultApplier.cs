@@ -1,6 +1,5 @@
 using System.Globalization;
 using PlayHouse.Simulation.Cluster;
-using PlayHouse.Simulation.Network;
 
 namespace PlayHouse.Simulation.Runs;
 
@@ -62,7 +61,7 @@ public sealed class FaultApplier
         switch (step.Kind)
         {
             case FaultKind.LatencyChange:
-                network.SetDefaults(network.Defaults with { Latency = Scale(step.Value) });
+                network.SetDefaults(network.Defaults with { Latency = _options.LatencyScaledTo(step.Value) });
                 break;
             case FaultKind.LossBurst:
                 var loss = ending ? _options.LossPercent / 100 : Math.Clamp(step.Value / 100, 0, 1);
@@ -134,24 +133,6 @@ public sealed class FaultApplier
             default:
                 throw new InvalidOperationException($"Unknown fault kind {step.Kind}.");
         }
-    }
-
-    /// <summary>
-    /// The run's own latency distribution scaled so that its nominal mean (<see cref="SimOptions.LatencyMsMean"/>)
-    /// becomes <paramref name="meanMs"/>: minimum, mean and maximum move together, whatever the shape, and a step
-    /// back to the run's mean restores the run's distribution exactly (a spike then heals).
-    /// </summary>
-    private LatencyModel Scale(double meanMs)
-    {
-        var baseline = _options.ToPathOptions().Latency;
-        var mean = TimeSpan.FromMilliseconds(Math.Max(0, meanMs));
-        if (_options.LatencyMsMean <= 0)
-        {
-            return baseline with { Min = mean, Mean = mean, Max = mean };
-        }
-
-        var factor = Math.Max(0, meanMs) / _options.LatencyMsMean;
-        return baseline with { Min = baseline.Min * factor, Mean = baseline.Mean * factor, Max = baseline.Max * factor };
     }
 
     private bool HasNode(string nodeId) => _cluster.Nodes.Any(n => n.NodeId == nodeId);

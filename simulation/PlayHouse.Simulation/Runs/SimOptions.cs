@@ -189,21 +189,31 @@ public sealed record SimOptions
         };
     }
 
-    private static FaultPlan RandomFaults(IRandomSource random, SimOptions baseline)
+    private static FaultPlan RandomFaults(IRandomSource random, SimOptions baseline) => DrawFaults(random, baseline, FaultDrawBounds.Simulation);
+
+    /// <summary>
+    /// Draws a fault plan of one of each drawn kind (loss burst, latency spike, disconnect and reconnect, clog, crash
+    /// and restart, partition and heal) within <paramref name="bounds"/>; the simulation swarm draws with
+    /// <see cref="FaultDrawBounds.Simulation"/>, a real-socket swarm with bounds scaled to wall time.
+    /// </summary>
+    public static FaultPlan DrawFaults(IRandomSource random, SimOptions baseline, FaultDrawBounds bounds)
     {
+        ArgumentNullException.ThrowIfNull(random);
+        ArgumentNullException.ThrowIfNull(baseline);
+        ArgumentNullException.ThrowIfNull(bounds);
         var steps = new List<FaultStep>();
-        var count = 1 + random.NextInt(4);
+        var count = 1 + random.NextInt(bounds.StepsMax);
         for (var i = 0; i < count; i++)
         {
-            var at = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
-            var duration = TimeSpan.FromMilliseconds(100 + random.NextInt(3_000));
+            var at = TimeSpan.FromMilliseconds(bounds.AtMsMin + random.NextInt(bounds.AtMsSpan));
+            var duration = TimeSpan.FromMilliseconds(bounds.DurationMsMin + random.NextInt(bounds.DurationMsSpan));
             switch (random.NextInt(6))
             {
                 case 0:
-                    steps.Add(new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(30), Duration: duration));
+                    steps.Add(new FaultStep(at, FaultKind.LossBurst, Value: 5 + random.NextInt(bounds.LossPercentSpan), Duration: duration));
                     break;
                 case 1:
-                    steps.Add(new FaultStep(at, FaultKind.LatencyChange, Value: 1 + random.NextInt(200)));
+                    steps.Add(new FaultStep(at, FaultKind.LatencyChange, Value: 1 + random.NextInt(bounds.LatencyMsSpan)));
                     steps.Add(new FaultStep(at + duration, FaultKind.LatencyChange, Value: baseline.LatencyMsMean));
                     break;
                 case 2:
@@ -226,6 +236,24 @@ public sealed record SimOptions
         }
 
         return new FaultPlan([.. steps.OrderBy(s => s.At)]);
+    }
+
+    /// <summary>
+    /// The run's own latency distribution scaled so that its nominal mean (<see cref="LatencyMsMean"/>) becomes
+    /// <paramref name="meanMs"/>: minimum, mean and maximum move together, whatever the shape, and a step back to the
+    /// run's mean restores the run's distribution exactly (a latency spike then heals).
+    /// </summary>
+    public LatencyModel LatencyScaledTo(double meanMs)
+    {
+        var baseline = ToPathOptions().Latency;
+        var mean = TimeSpan.FromMilliseconds(Math.Max(0, meanMs));
+        if (LatencyMsMean <= 0)
+        {
+            return baseline with { Min = mean, Mean = mean, Max = mean };
+        }
+
+        var factor = Math.Max(0, meanMs) / LatencyMsMean;
+        return baseline with { Min = baseline.Min * factor, Mean = baseline.Mean * factor, Max = baseline.Max * factor };
     }
 
     /// <summary>Every option as key=value, in declaration order; the flaws only when there are any.</summary>
@@ -366,4 +394,18 @@ public sealed record SimOptions
             throw new ArgumentException($"Option '{key}' cannot take the value '{value}': {ex.Message}", ex);
         }
     }
+}
+
+/// <summary>The bounds within which <see cref="SimOptions.DrawFaults"/> draws a fault plan.</summary>
+/// <param name="StepsMax">Drawn kinds per plan, 1 up to this many.</param>
+/// <param name="AtMsMin">The earliest instant of a step.</param>
+/// <param name="AtMsSpan">Steps start within this many ms after the earliest.</param>
+/// <param name="DurationMsMin">The shortest window (a burst, a clog, the time until the heal or restart).</param>
+/// <param name="DurationMsSpan">Windows last up to this many ms more.</param>
+/// <param name="LossPercentSpan">A loss burst's percentage is 5 plus up to this much less one.</param>
+/// <param name="LatencyMsSpan">A latency spike's mean is 1 plus up to this much less one (ms).</param>
+public sealed record FaultDrawBounds(int StepsMax, int AtMsMin, int AtMsSpan, int DurationMsMin, int DurationMsSpan, int LossPercentSpan, int LatencyMsSpan)
+{
+    /// <summary>The simulation swarm's bounds: virtual seconds, where a spike of 200 ms and windows of 3 s cost nothing.</summary>
+    public static FaultDrawBounds Simulation { get; } = new(StepsMax: 4, AtMsMin: 100, AtMsSpan: 3_000, DurationMsMin: 100, DurationMsSpan: 3_000, LossPercentSpan: 30, LatencyMsSpan: 200);
 }

@@ -52,4 +52,72 @@ internal sealed class GlobalClass
         var length = Math.Min(capacityMax, Math.Max(countMin, Math.Max(4, Items.Length * 2)));
         System.Array.Resize(ref Items, length);
     }
+
+    /// <summary>
+    /// Refills an empty local stack: takes up to <paramref name="refillCount"/> buffers, returns the most recently pushed
+    /// one (for the renter) and copies the rest into the bottom of <paramref name="localItems"/>; null when this tier is
+    /// empty.
+    /// </summary>
+    public PooledBuffer? TakeRefill(PooledBuffer?[] localItems, int refillCount, out int movedToLocal)
+    {
+        movedToLocal = 0;
+        lock (Gate)
+        {
+            var take = Math.Min(Count, refillCount);
+            if (take == 0)
+            {
+                return null;
+            }
+
+            var moved = take - 1;
+
+            // The renter gets the most recently pushed buffer; the rest half-fill the (empty) local stack.
+            var top = Count - 1;
+            var buffer = Items[top];
+            Items[top] = null;
+            var from = Count - take;
+            System.Array.Copy(Items, from, localItems, 0, moved);
+            System.Array.Clear(Items, from, moved);
+            Count -= take;
+            movedToLocal = moved;
+            return buffer;
+        }
+    }
+
+    /// <summary>Takes one returned buffer if there is room (a pool with no local stacks); returns how many it took.</summary>
+    public int TakeOne(PooledBuffer buffer, int capacityMax)
+    {
+        lock (Gate)
+        {
+            if (Count >= capacityMax)
+            {
+                return 0;
+            }
+
+            EnsureCapacity(Count + 1, capacityMax);
+            Items[Count++] = buffer;
+            return 1;
+        }
+    }
+
+    /// <summary>
+    /// Takes the older (bottom) entries of a full local stack, at most <paramref name="spillCount"/> and as many as there
+    /// is room for, so the local stack keeps the cache-warm buffers it used last; returns how many it took (the caller
+    /// shifts its stack down by that many).
+    /// </summary>
+    public int TakeSpill(PooledBuffer?[] localItems, int spillCount, int capacityMax)
+    {
+        lock (Gate)
+        {
+            var moved = Math.Min(capacityMax - Count, spillCount);
+            if (moved > 0)
+            {
+                EnsureCapacity(Count + moved, capacityMax);
+                System.Array.Copy(localItems, 0, Items, Count, moved);
+                Count += moved;
+            }
+
+            return Math.Max(moved, 0);
+        }
+    }
 }

@@ -1,5 +1,4 @@
 using System.Diagnostics;
-using System.Numerics;
 using System.Runtime.CompilerServices;
 
 namespace PlayHouse.Core.Pooling;
@@ -47,25 +46,17 @@ namespace PlayHouse.Core.Pooling;
 /// buffers with <see cref="MessagePoolOptions.PoisonByte"/>.
 /// </para>
 /// </remarks>
-public sealed class MessagePool
+public sealed partial class MessagePool
 {
     private readonly int[] _classBytes;
     private readonly int _classCount;
-    private readonly int _smallestClassBytes;
     private readonly int _largestClassBytes;
 
     // Rents up to this size take the pooled fast path: the smaller of the largest class and MaxRentBytes.
     private readonly int _pooledLimitBytes;
     private readonly int _maxRentBytes;
 
-    // _octaveFirstClass[k] is the first class larger than 2^k: the class of any length in (2^k, 2^(k+1)] is at or after it.
-    private readonly int[] _octaveFirstClass;
-
-    // Set when the classes are SizeClasses.Build(min, 2^_stepsPerOctaveLog2, n), the default family: the class is then
-    // computed from the length's top bits with no search. Other class lists use the octave table and a short scan.
-    private readonly bool _isLogLinear;
-    private readonly int _stepsPerOctaveLog2;
-    private readonly int _smallestClassLog2;
+    private readonly SizeClassIndex _classIndex;
 
     private readonly int _localCapacity;
     private readonly int _globalCapacity;
@@ -87,11 +78,8 @@ public sealed class MessagePool
     // local stacks stay empty, so the inline fast paths never hit and every rent and return goes through the slow paths.
     private readonly MessagePoolStore? _store;
     private readonly GlobalClass[] _global;
-    // Checked mode: the outstanding buffers, densely packed; each knows its slot (PooledBuffer.LedgerSlot), so an
-    // entry is added and removed without hashing. Null when not in checked mode.
-    private PooledBuffer?[]? _ledger;
-    private int _ledgerCount;
-    private readonly Lock _ledgerGate = new();
+    // Checked mode: the outstanding buffers and their owners. Null when not in checked mode.
+    private readonly OutstandingLedger? _ledger;
     private readonly Lock _localsGate = new();
 
     // Indexed by ThreadSlots index: each thread's per-class caches, one row per class plus one for oversize counts.
@@ -106,16 +94,13 @@ public sealed class MessagePool
     {
         Options = options ?? new MessagePoolOptions();
         _classBytes = [.. Options.SizeClassBytes];
-        Validate(Options, _classBytes);
+        Options.Validate(_classBytes);
 
         _classCount = _classBytes.Length;
-        _smallestClassBytes = _classBytes[0];
         _largestClassBytes = _classBytes[^1];
         _maxRentBytes = Options.MaxRentBytes;
         _pooledLimitBytes = Math.Min(_largestClassBytes, _maxRentBytes);
-        _octaveFirstClass = BuildOctaveTable(_classBytes);
-        _isLogLinear = TryMatchLogLinear(_classBytes, out _stepsPerOctaveLog2);
-        _smallestClassLog2 = BitOperations.Log2((uint)_smallestClassBytes);
+        _classIndex = new SizeClassIndex(_classBytes);
         _localCapacity = Options.LocalCacheCapacityPerClass;
         _globalCapacity = Options.GlobalCapacityPerClass;
         _refillCount = 1 + (_localCapacity / 2);
@@ -132,7 +117,7 @@ public sealed class MessagePool
             _global[i] = new GlobalClass();
         }
 
-        _ledger = _checkedMode ? new PooledBuffer?[64] : null;
+        _ledger = _checkedMode ? new OutstandingLedger(this, _singleThreaded) : null;
         if (Options.Store is { } makeStore)
         {
             if (Options.PreWarmCountPerClass > 0)
@@ -167,7 +152,7 @@ public sealed class MessagePool
         // mode before the thread-static read saved checked mode a read but cost the unchecked path 3 ns of 8.)
         if ((uint)lengthBytes <= (uint)_pooledLimitBytes && classes is not null && !_checkedMode)
         {
-            ref var local = ref classes[FindClassInRange(lengthBytes)];
+            ref var local = ref classes[_classIndex.Find(lengthBytes)];
             var items = local.Items;
             var slot = local.Count - 1;
 
@@ -228,117 +213,8 @@ public sealed class MessagePool
     public int FindSizeClass(int lengthBytes)
     {
         ArgumentOutOfRangeException.ThrowIfNegative(lengthBytes);
-        return lengthBytes <= _largestClassBytes ? FindClassInRange(lengthBytes) : -1;
+        return lengthBytes <= _largestClassBytes ? _classIndex.Find(lengthBytes) : -1;
     }
-
-    /// <summary>Totals over all classes and threads; allocates nothing, so a checker may call it after every step.</summary>
-    public MessagePoolStatistics GetStatistics()
-    {
-        long returns = 0, hits = 0, misses = 0, dropped = 0, oversizeRents = 0;
-        foreach (var classes in SnapshotLocals())
-        {
-            if (classes is null)
-            {
-                continue;
-            }
-
-            for (var c = 0; c < classes.Length; c++)
-            {
-                hits += Volatile.Read(ref classes[c].Hits);
-                misses += Volatile.Read(ref classes[c].Misses);
-                returns += Volatile.Read(ref classes[c].Returns);
-                dropped += Volatile.Read(ref classes[c].Dropped);
-            }
-
-            oversizeRents += Volatile.Read(ref classes[_classCount].Misses);
-        }
-
-        var rents = hits + misses;
-        return new MessagePoolStatistics(rents, returns, hits, misses, dropped, oversizeRents, rents - returns);
-    }
-
-    /// <summary>
-    /// One row per size class, in class order (row i is class i), then one last row for oversize rents
-    /// (<see cref="MessagePoolClassStatistics.SizeClass"/> == -1).
-    /// </summary>
-    public IReadOnlyList<MessagePoolClassStatistics> GetClassStatistics()
-    {
-        var rows = new MessagePoolClassStatistics[_classCount + 1];
-        var sums = new LocalClass[_classCount + 1];
-        foreach (var classes in SnapshotLocals())
-        {
-            if (classes is null)
-            {
-                continue;
-            }
-
-            for (var c = 0; c <= _classCount; c++)
-            {
-                ref var from = ref classes[c];
-                sums[c].Hits += Volatile.Read(ref from.Hits);
-                sums[c].Misses += Volatile.Read(ref from.Misses);
-                sums[c].Returns += Volatile.Read(ref from.Returns);
-                sums[c].Dropped += Volatile.Read(ref from.Dropped);
-                sums[c].Count += Volatile.Read(ref from.Count);
-            }
-        }
-
-        for (var c = 0; c <= _classCount; c++)
-        {
-            var isOversize = c == _classCount;
-            long preWarmed = 0, globalCached = 0;
-            if (!isOversize)
-            {
-                var global = _global[c];
-                lock (global.Gate)
-                {
-                    preWarmed = global.PreWarmed;
-                    globalCached = global.Count;
-                }
-
-                if (_store is not null)
-                {
-                    // A replaced store is the pool's only cache; its buffers count as the shared tier's.
-                    globalCached += _store.RetainedIn(c);
-                }
-            }
-
-            rows[c] = new MessagePoolClassStatistics(
-                SizeClass: isOversize ? -1 : c,
-                CapacityBytes: isOversize ? 0 : _classBytes[c],
-                Rents: sums[c].Hits + sums[c].Misses,
-                sums[c].Returns,
-                sums[c].Hits,
-                sums[c].Misses,
-                sums[c].Dropped,
-                preWarmed,
-                LocalCached: sums[c].Count,
-                globalCached);
-        }
-
-        return rows;
-    }
-
-    /// <summary>Free buffers the pool holds now, over every size class, thread cache and tier (or its replaced store).</summary>
-    public long RetainedBuffers
-    {
-        get
-        {
-            long retained = 0;
-            foreach (var row in GetClassStatistics())
-            {
-                retained += row.LocalCached + row.GlobalCached;
-            }
-
-            return retained;
-        }
-    }
-
-    /// <summary>
-    /// The most free buffers one size class may hold for one thread: the thread's local stack and the shared tier, or
-    /// the replaced store's bound per class (<see cref="long.MaxValue"/> when the store is unbounded).
-    /// </summary>
-    public long RetainedMaxPerClassPerThread => _store?.RetainedMaxPerClass ?? (long)_localCapacity + _globalCapacity;
 
     /// <summary>Buffers rented and not yet returned, in rent order (checked mode only).</summary>
     /// <exception cref="InvalidOperationException">The pool is not in checked mode.</exception>
@@ -349,10 +225,7 @@ public sealed class MessagePool
             throw new InvalidOperationException("The outstanding-buffer ledger exists only in checked mode (MessagePoolOptions.CheckedMode).");
         }
 
-        lock (_ledgerGate)
-        {
-            return [.. _ledger.Take(_ledgerCount).Select(b => b!).OrderBy(b => b.Id).Select(b => new OutstandingBuffer(b.Id, b.Array.Length, b.Length, b.Owner))];
-        }
+        return _ledger.GetOutstanding();
     }
 
     /// <summary>
@@ -384,19 +257,7 @@ public sealed class MessagePool
     }
 
     /// <summary>Records a move of <paramref name="buffer"/> to <paramref name="newOwner"/>; returns the new generation.</summary>
-    internal long NoteMove(PooledBuffer buffer, string newOwner)
-    {
-        if (_checkedMode && !_singleThreaded)
-        {
-            // Under the ledger lock so that GetOutstanding on another thread never sees a half-made move.
-            lock (_ledgerGate)
-            {
-                return ApplyMove(buffer, newOwner);
-            }
-        }
-
-        return ApplyMove(buffer, newOwner);
-    }
+    internal long NoteMove(PooledBuffer buffer, string newOwner) => _ledger is null ? buffer.MoveTo(newOwner) : _ledger.NoteMove(buffer, newOwner);
 
     /// <summary>
     /// Takes back a buffer through a handle whose generation the caller has just matched: that proves the buffer is
@@ -440,114 +301,6 @@ public sealed class MessagePool
     /// <summary>This thread's cache in this pool, for tests: the number of buffers it holds in a class.</summary>
     internal int LocalCountForCurrentThread(int sizeClass) => GetLocalClasses()[sizeClass].Count;
 
-    private static void Validate(MessagePoolOptions options, int[] classBytes)
-    {
-        if (classBytes.Length == 0)
-        {
-            throw new ArgumentException("At least one size class is required.", nameof(options));
-        }
-
-        if (classBytes[0] <= 0)
-        {
-            throw new ArgumentException($"Size classes must be positive: class 0 is {classBytes[0]} B.", nameof(options));
-        }
-
-        for (var i = 1; i < classBytes.Length; i++)
-        {
-            if (classBytes[i] <= classBytes[i - 1])
-            {
-                throw new ArgumentException($"Size classes must ascend: class {i} ({classBytes[i]} B) <= class {i - 1} ({classBytes[i - 1]} B).", nameof(options));
-            }
-        }
-
-        ArgumentOutOfRangeException.ThrowIfNegative(options.LocalCacheCapacityPerClass, nameof(options.LocalCacheCapacityPerClass));
-        ArgumentOutOfRangeException.ThrowIfNegative(options.GlobalCapacityPerClass, nameof(options.GlobalCapacityPerClass));
-        ArgumentOutOfRangeException.ThrowIfNegative(options.PreWarmCountPerClass, nameof(options.PreWarmCountPerClass));
-        ArgumentOutOfRangeException.ThrowIfNegative(options.MaxRentBytes, nameof(options.MaxRentBytes));
-
-        // Each thread allocates classes x capacity stack slots up front; refuse a product that overflows.
-        _ = checked(classBytes.Length * options.LocalCacheCapacityPerClass);
-    }
-
-    private static int[] BuildOctaveTable(int[] classBytes)
-    {
-        var table = new int[32];
-        var c = 0;
-        for (var k = 0; k < table.Length; k++)
-        {
-            var octaveBytes = 1L << k;
-            while (c < classBytes.Length - 1 && classBytes[c] <= octaveBytes)
-            {
-                c++;
-            }
-
-            table[k] = c;
-        }
-
-        return table;
-    }
-
-    private static bool TryMatchLogLinear(int[] classBytes, out int stepsPerOctaveLog2)
-    {
-        stepsPerOctaveLog2 = 0;
-        if (!int.IsPow2(classBytes[0]))
-        {
-            return false;
-        }
-
-        // The formula needs a whole power of two as the first class and at most that many steps per octave.
-        for (var log2 = 0; (1 << log2) <= classBytes[0] && log2 < 16; log2++)
-        {
-            var expected = SizeClasses.Build(classBytes[0], 1 << log2, classBytes.Length);
-            if (expected.AsSpan().SequenceEqual(classBytes))
-            {
-                stepsPerOctaveLog2 = log2;
-                return true;
-            }
-        }
-
-        return false;
-    }
-
-    private static long ApplyMove(PooledBuffer buffer, string newOwner)
-    {
-        // By two, so the generation stays odd ("rented") while every older handle becomes stale.
-        var generation = buffer.Generation + 2;
-        buffer.Generation = generation;
-        buffer.Owner = newOwner;
-        return generation;
-    }
-
-    /// <summary>The class of a length in [0, largest class]; at most one step per class in the length's octave.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private int FindClassInRange(int lengthBytes)
-    {
-        if (lengthBytes <= _smallestClassBytes)
-        {
-            return 0;
-        }
-
-        // lengthBytes - 1 >= 1 here, so Log2 is the k with 2^k <= lengthBytes - 1 < 2^(k+1).
-        var lastByte = (uint)(lengthBytes - 1);
-        var octave = BitOperations.Log2(lastByte);
-        if (_isLogLinear)
-        {
-            // The bits just below the top bit pick the step within the octave; lengths at a step's upper edge round
-            // down to it because lastByte excludes the edge itself. The constructor checked this against the list.
-            var step = (int)(lastByte >> (octave - _stepsPerOctaveLog2)) & ((1 << _stepsPerOctaveLog2) - 1);
-            return ((octave - _smallestClassLog2) << _stepsPerOctaveLog2) + step + 1;
-        }
-
-        var sizeClass = _octaveFirstClass[octave];
-        var classBytes = _classBytes;
-        while (classBytes[sizeClass] < lengthBytes)
-        {
-            sizeClass++;
-        }
-
-        return sizeClass;
-    }
-
     [MethodImpl(MethodImplOptions.NoInlining)]
     private Payload RentSlow(int lengthBytes, string owner)
     {
@@ -556,7 +309,7 @@ public sealed class MessagePool
             return RentUnpooled(lengthBytes, owner);
         }
 
-        var sizeClass = FindClassInRange(lengthBytes);
+        var sizeClass = _classIndex.Find(lengthBytes);
         ref var local = ref GetLocalClasses()[sizeClass];
         if (_store is not null)
         {
@@ -693,29 +446,10 @@ public sealed class MessagePool
 
     private PooledBuffer RentFromGlobal(ref LocalClass local, int sizeClass)
     {
-        var global = _global[sizeClass];
-        PooledBuffer? buffer = null;
-        lock (global.Gate)
-        {
-            var take = Math.Min(global.Count, _refillCount);
-            if (take > 0)
-            {
-                var moved = take - 1;
-
-                // The renter gets the most recently pushed buffer; the rest half-fill the (empty) local stack.
-                var top = global.Count - 1;
-                buffer = global.Items[top];
-                global.Items[top] = null;
-                var from = global.Count - take;
-                Array.Copy(global.Items, from, local.Items, 0, moved);
-                Array.Clear(global.Items, from, moved);
-                global.Count -= take;
-                local.Count = moved;
-            }
-        }
-
+        var buffer = _global[sizeClass].TakeRefill(local.Items, _refillCount, out var moved);
         if (buffer is not null)
         {
+            local.Count = moved;
             local.Hits++;
             return buffer;
         }
@@ -738,33 +472,10 @@ public sealed class MessagePool
             return;
         }
 
-        var global = _global[sizeClass];
         var items = local.Items;
-        int moved;
-        lock (global.Gate)
-        {
-            var room = _globalCapacity - global.Count;
-            if (_localCapacity == 0)
-            {
-                moved = Math.Min(room, 1);
-                if (moved > 0)
-                {
-                    global.EnsureCapacity(global.Count + 1, _globalCapacity);
-                    global.Items[global.Count++] = buffer;
-                }
-            }
-            else
-            {
-                // Move the older (bottom) entries, so the local stack keeps the cache-warm buffers it used last.
-                moved = Math.Min(room, _spillCount);
-                if (moved > 0)
-                {
-                    global.EnsureCapacity(global.Count + moved, _globalCapacity);
-                    Array.Copy(items, 0, global.Items, global.Count, moved);
-                    global.Count += moved;
-                }
-            }
-        }
+        var moved = _localCapacity == 0
+            ? _global[sizeClass].TakeOne(buffer, _globalCapacity)
+            : _global[sizeClass].TakeSpill(items, _spillCount, _globalCapacity);
 
         if (moved == 0)
         {
@@ -807,9 +518,15 @@ public sealed class MessagePool
         buffer.Generation = generation;
         buffer.RentGeneration = generation;
         buffer.Length = lengthBytes;
-        if (_checkedMode)
+        if (_ledger is not null)
         {
-            RentToLedger(buffer, owner);
+            if (_clearOnReturn)
+            {
+                // Checked mode poisons on return; zero here so that ClearOnReturn still means "rents start zeroed".
+                Array.Clear(buffer.Array);
+            }
+
+            _ledger.Add(buffer, owner);
         }
         else
         {
@@ -817,45 +534,6 @@ public sealed class MessagePool
         }
 
         return new Payload(buffer, generation);
-    }
-
-    private void RentToLedger(PooledBuffer buffer, string owner)
-    {
-        if (_clearOnReturn)
-        {
-            // Checked mode poisons on return; zero here so that ClearOnReturn still means "rents start zeroed".
-            Array.Clear(buffer.Array);
-        }
-
-        if (_singleThreaded)
-        {
-            AddToLedger(buffer, owner);
-            return;
-        }
-
-        lock (_ledgerGate)
-        {
-            AddToLedger(buffer, owner);
-        }
-    }
-
-    /// <summary>Lists a rented buffer in the ledger; under the ledger's lock unless the pool is single-threaded.</summary>
-    private void AddToLedger(PooledBuffer buffer, string owner)
-    {
-        buffer.PreviousOwner = buffer.Owner;
-        buffer.Owner = owner;
-        if (buffer.LedgerSlot >= 0)
-        {
-            throw Fault(new PoolOwnershipException($"Pool {DisplayName} handed out buffer #{buffer.Id} ({buffer.Array.Length} B) to '{buffer.Owner}' while its ledger still lists it as outstanding.") { BufferId = buffer.Id });
-        }
-
-        if (_ledgerCount == _ledger!.Length)
-        {
-            Array.Resize(ref _ledger, _ledger.Length * 2);
-        }
-
-        _ledger[_ledgerCount] = buffer;
-        buffer.LedgerSlot = _ledgerCount++;
     }
 
     /// <summary>The optional part of a return: the ledger and poison in checked mode, or clearing.</summary>
@@ -867,37 +545,10 @@ public sealed class MessagePool
             return;
         }
 
-        if (_singleThreaded)
-        {
-            RemoveFromLedger(buffer);
-        }
-        else
-        {
-            lock (_ledgerGate)
-            {
-                RemoveFromLedger(buffer);
-            }
-        }
+        _ledger!.Remove(buffer);
 
         // Poison so that a reader holding the raw array (a Memory taken before the return) sees 0xDD, not stale data.
         buffer.Array.AsSpan().Fill(MessagePoolOptions.PoisonByte);
-    }
-
-    /// <summary>Takes a returned buffer off the ledger; under the ledger's lock unless the pool is single-threaded.</summary>
-    private void RemoveFromLedger(PooledBuffer buffer)
-    {
-        var slot = buffer.LedgerSlot;
-        if (slot < 0 || !ReferenceEquals(_ledger![slot], buffer))
-        {
-            throw Fault(PoolOwnershipException.NotInLedger(buffer, DisplayName));
-        }
-
-        // The last entry fills the hole, so the ledger stays dense.
-        var last = _ledger[--_ledgerCount]!;
-        _ledger[slot] = last;
-        last.LedgerSlot = slot;
-        _ledger[_ledgerCount] = null;
-        buffer.LedgerSlot = -1;
     }
 
     private void PreWarm()

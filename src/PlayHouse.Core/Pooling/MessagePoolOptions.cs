@@ -61,4 +61,34 @@ public sealed record MessagePoolOptions
 
     /// <summary>The byte that checked mode writes over a returned buffer, so use-after-return shows in dumps.</summary>
     public const byte PoisonByte = 0xDD;
+
+    /// <summary>Checks the options with the size classes they give (positive, ascending); the errors name <c>options</c>.</summary>
+    internal void Validate(int[] classBytes)
+    {
+        if (classBytes.Length == 0)
+        {
+            throw new ArgumentException("At least one size class is required.", "options");
+        }
+
+        if (classBytes[0] <= 0)
+        {
+            throw new ArgumentException($"Size classes must be positive: class 0 is {classBytes[0]} B.", "options");
+        }
+
+        for (var i = 1; i < classBytes.Length; i++)
+        {
+            if (classBytes[i] <= classBytes[i - 1])
+            {
+                throw new ArgumentException($"Size classes must ascend: class {i} ({classBytes[i]} B) <= class {i - 1} ({classBytes[i - 1]} B).", "options");
+            }
+        }
+
+        ArgumentOutOfRangeException.ThrowIfNegative(LocalCacheCapacityPerClass, nameof(LocalCacheCapacityPerClass));
+        ArgumentOutOfRangeException.ThrowIfNegative(GlobalCapacityPerClass, nameof(GlobalCapacityPerClass));
+        ArgumentOutOfRangeException.ThrowIfNegative(PreWarmCountPerClass, nameof(PreWarmCountPerClass));
+        ArgumentOutOfRangeException.ThrowIfNegative(MaxRentBytes, nameof(MaxRentBytes));
+
+        // Each thread allocates classes x capacity stack slots up front; refuse a product that overflows.
+        _ = checked(classBytes.Length * LocalCacheCapacityPerClass);
+    }
 }

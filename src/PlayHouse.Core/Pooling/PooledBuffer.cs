@@ -49,4 +49,14 @@ internal sealed class PooledBuffer(MessagePool pool, byte[] array, int sizeClass
     public int LedgerSlot = -1;
 
     public bool IsRented => (Generation & 1) != 0;
+
+    /// <summary>Hands the rented buffer to <paramref name="newOwner"/>; returns the new generation.</summary>
+    public long MoveTo(string newOwner)
+    {
+        // By two, so the generation stays odd ("rented") while every older handle becomes stale.
+        var generation = Generation + 2;
+        Generation = generation;
+        Owner = newOwner;
+        return generation;
+    }
 }
