@@ -31,6 +31,10 @@ public sealed class CampaignCommandTests
     [InlineData("--target " + Target + " --http " + Http + " --target-pid 0", "at least 1")]
     [InlineData("--target " + Target + " --http " + Http + " --replay /nonexistent/schedule.json", "cannot read")]
     [InlineData("--target " + Target + " --http " + Http + " --replay x.json --seeds 3", "takes none of")]
+    [InlineData("--target " + Target + " --http " + Http + " --stage-ids 9..2", "FIRST..LAST")]
+    [InlineData("--target " + Target + " --http " + Http + " --stage-ids 0..65535", "1 <= FIRST")]
+    [InlineData("--target " + Target + " --http " + Http + " --stage-ids 7", "FIRST..LAST")]
+    [InlineData("--target " + Target + " --http " + Http + " --html /proc/no-such-folder/x.html", "--html")]
     public void Campaign_BadOption_Exits64WithOneErrorLineNamingTheChoices(string arguments, string named)
     {
         var result = CliHarness.Run(["campaign", .. arguments.Split(' ')]);
