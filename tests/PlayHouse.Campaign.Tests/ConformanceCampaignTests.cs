@@ -89,6 +89,29 @@ public sealed class ConformanceCampaignTests
     }
 
     [Fact]
+    public async Task HostileRows_WhenTheTargetDiesOnARow_StopThereAndNameThatRow()
+    {
+        await using var child = await ChildTarget.StartAsync();
+        using var monitor = new TargetMonitor(child.Pid, TimeProvider.System, TimeSpan.FromMilliseconds(100));
+        await using var session = Session(child.Target, monitor: monitor);
+        Assert.NotNull(monitor.SampleNow());
+        var probe = new HostileProbe(session, TimeSpan.FromSeconds(2));
+
+        // The process is gone by the first row, as a target that dies on a malformed length is by the next.
+        child.Kill();
+        for (var i = 0; i < 100 && monitor.IsAlive(); i++)
+        {
+            await Task.Delay(50);
+        }
+
+        var rows = await probe.RunAsync(_ => { });
+
+        var row = Assert.Single(rows);
+        Assert.False(row.GoodClientServed);
+        Assert.Equal("negative length", probe.DiedAfter);
+    }
+
+    [Fact]
     public async Task HostileRows_AgainstTheConformanceServer_EachHasAnOutcomeAndTheGoodClientIsServed()
     {
         await using var target = await InProcessTarget.StartAsync();
