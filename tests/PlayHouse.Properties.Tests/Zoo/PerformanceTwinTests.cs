@@ -82,6 +82,21 @@ public sealed class PerformanceTwinTests
         flawed.RequestsSucceeded.ShouldBe(correct.RequestsSucceeded);
     }
 
+    [Theory]
+    [InlineData(0, 0, true)]
+    [InlineData(4_096, 4_096, true)]
+    [InlineData(4_096, 4_097, false)]
+    [InlineData(0, 1, false)]
+    [InlineData(2L << 20, 1L << 20, true)]
+    [InlineData(4L << 20, (1L << 20) + 1, false)]
+    public void Gen2Clause_IsJudgedOnlyWhenTheRestOfTheProcessAllocatedAtMostTheAllowanceAndNoMoreThanTheRun(long runBytes, long otherBytes, bool judged)
+    {
+        var budgets = new PerformanceBudgets();
+
+        AllocationPerMessageChecker.IsAloneInTheProcess(runBytes, otherBytes, budgets).ShouldBe(judged);
+        budgets.OtherThreadsBytesMaxForGen2.ShouldBe(1L << 20);
+    }
+
     [Fact]
     public void ResidentLoopSession_ServesEveryRequest_ButIdleSessionsCostTheExecutorWork()
     {
