@@ -121,6 +121,12 @@ public sealed class TcpPlayClient : IDisposable
     /// <summary>Called for each push. Set before pushes can arrive (before authenticating).</summary>
     public ClientPushHandler? PushReceived { get; set; }
 
+    /// <summary>
+    /// Called for each reply that matches no pending request (late after its timeout, a second copy, or a sequence never
+    /// sent), after it is counted in <see cref="TcpPlayClientStatistics.LateOrUnknownReplies"/>; a checker tells them apart.
+    /// </summary>
+    public ClientPushHandler? UnmatchedReply { get; set; }
+
     /// <summary>Called once when the connection closes, after pending requests were completed as disconnected.</summary>
     public Action<TcpPlayClient, SessionCloseReason, string>? Disconnected { get; set; }
 
@@ -390,9 +396,8 @@ public sealed class TcpPlayClient : IDisposable
             return;
         }
 
-        if (!_pending.TryComplete(frame.MsgSeq, out var pending))
+        if (!TakePending(frame, out var pending))
         {
-            Statistics.AddLateOrUnknownReply();
             return;
         }
 
@@ -435,15 +440,28 @@ public sealed class TcpPlayClient : IDisposable
                 return;
             }
 
-            if (!_pending.TryComplete(frame.MsgSeq, out var pending))
+            if (!TakePending(frame, out var pending))
             {
-                Statistics.AddLateOrUnknownReply();
                 return;
             }
 
             Statistics.AddReplyRefused();
             pending.Handler!(this, new ClientReply(frame.MsgSeq, frame.MsgId, PacketQueueFullErrorCode, ReadOnlyMemory<byte>.Empty, timedOut: false, disconnected: false, pending.State));
         }
+    }
+
+    /// <summary>Takes the request a reply answers; false (counted, and told to <see cref="UnmatchedReply"/>) when none is pending.</summary>
+    private bool TakePending(in ServerFrame frame, out ClientPendingRequests.PendingRequest pending)
+    {
+        if (_pending.TryComplete(frame.MsgSeq, out pending))
+        {
+            return true;
+        }
+
+        // The pending table's lock is released by now: the handler may be a checker that takes locks of its own.
+        Statistics.AddLateOrUnknownReply();
+        UnmatchedReply?.Invoke(this, frame);
+        return false;
     }
 
     private void OnConnectionClosed(SessionCloseReason reason, string detail)

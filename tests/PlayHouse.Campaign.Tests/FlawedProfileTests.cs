@@ -1,0 +1,88 @@
+using static PlayHouse.Campaign.Tests.Campaigns;
+
+namespace PlayHouse.Campaign.Tests;
+
+/// <summary>
+/// The deliberately flawed profiles of the conformance server, each caught by the checker it breaks and shrunk by
+/// reruns, while the correct server passes the same schedule.
+/// </summary>
+public sealed class FlawedProfileTests
+{
+    private static readonly CampaignSchedule Storms = Schedule(
+        durationMs: 300,
+        requestTimeoutMs: 2000,
+        stages: 2,
+        Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 60, 8), Op(OperationKind.Heartbeat)),
+        Client(1, CampaignTransport.Tls, 1, Op(OperationKind.Echo, 40, 4), Op(OperationKind.Fail, 2, value: 1234)),
+        Client(2, CampaignTransport.Ws, 0, Op(OperationKind.Unknown, 2), Op(OperationKind.Echo, 30, 2)));
+
+    private static readonly CampaignSchedule Broadcasts = Schedule(
+        durationMs: 300,
+        requestTimeoutMs: 5000,
+        stages: 1,
+        Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Broadcast, 2), Op(OperationKind.Echo, 20, 4)),
+        Client(1, CampaignTransport.Tcp, 0, Op(OperationKind.Broadcast, 2), Op(OperationKind.Echo, 20, 4)),
+        Client(2, CampaignTransport.Ws, 0, Op(OperationKind.Echo, 10, 2), Op(OperationKind.Broadcast)));
+
+    private static readonly CampaignSchedule Reconnects = Schedule(
+        durationMs: 2000,
+        requestTimeoutMs: 5000,
+        stages: 1,
+        Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 2), Op(OperationKind.Reconnect)),
+        Client(1, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 2), Op(OperationKind.Reconnect)),
+        Client(2, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 2), Op(OperationKind.Reconnect)));
+
+    private static readonly ResourceBounds LeakBounds = new() { ThreadsSlack = 40, DescriptorsSlack = 40, ResidentGrowthMb = 512, Settle = TimeSpan.FromSeconds(3) };
+
+    [Theory]
+    [InlineData("drop-reply:25", "Storms", Checkers.ExactlyOnceReply)]
+    [InlineData("duplicate-reply:25", "Storms", Checkers.ExactlyOnceReply)]
+    [InlineData("broadcast-skips-member", "Broadcasts", Checkers.Broadcast)]
+    public async Task FlawedProfile_IsCaughtAndShrunk_WhileTheCorrectServerPassesTheSameSchedule(string flaw, string scheduleName, string checker)
+    {
+        var schedule = scheduleName == "Storms" ? Storms : Broadcasts;
+        await using (var flawed = await InProcessTarget.StartAsync(flaw))
+        await using (var session = Session(flawed.Target))
+        {
+            var report = await RunAsync(session, Replaying(schedule, reruns: 2, shrinkRunsMax: 12));
+
+            var failure = Assert.Single(report.Failures);
+            Assert.Equal(checker, failure.First.FailedChecker);
+            Assert.True(failure.Reproduced >= 1, Describe(report));
+            Assert.True(failure.Minimal.Clients.Count < schedule.Clients.Count || failure.Minimal.OperationCount < schedule.OperationCount || failure.Minimal.DurationMs < schedule.DurationMs, failure.Minimal.Size);
+            Assert.True(failure.MinimalPath is not null && File.Exists(failure.MinimalPath));
+            Assert.Equal(failure.Minimal.ToJson(), CampaignSchedule.FromJson(await File.ReadAllTextAsync(failure.MinimalPath!)).ToJson());
+        }
+
+        await using var correct = await InProcessTarget.StartAsync();
+        await using var correctSession = Session(correct.Target);
+        var clean = await RunAsync(correctSession, Replaying(schedule, shrink: false));
+        Assert.True(clean.FindingsByChecker.Count == 0, Describe(clean));
+    }
+
+    [Fact]
+    public async Task LeakPerConnection_IsCaughtFromProc_WhileTheCorrectServerStaysWithinBounds()
+    {
+        await using (var flawed = await ChildTarget.StartAsync("leak-per-connection"))
+        {
+            using var monitor = new TargetMonitor(flawed.Pid, TimeProvider.System, TimeSpan.FromMilliseconds(200));
+            Assert.NotNull(monitor.SampleNow());
+            await using var session = Session(flawed.Target, monitor: monitor, bounds: LeakBounds);
+
+            var report = await RunAsync(session, Replaying(Reconnects, reruns: 2, shrinkRunsMax: 6));
+
+            var failure = Assert.Single(report.Failures);
+            Assert.Equal(Checkers.TargetResources, failure.First.FailedChecker);
+            Assert.Contains("threads", failure.First.Ledger.FirstFinding!.Detail, StringComparison.Ordinal);
+        }
+
+        await using var correct = await ChildTarget.StartAsync();
+        using var correctMonitor = new TargetMonitor(correct.Pid, TimeProvider.System, TimeSpan.FromMilliseconds(200));
+        Assert.NotNull(correctMonitor.SampleNow());
+        await using var correctSession = Session(correct.Target, monitor: correctMonitor, bounds: LeakBounds);
+        var clean = await RunAsync(correctSession, Replaying(Reconnects, shrink: false));
+        Assert.True(clean.FindingsByChecker.Count == 0, Describe(clean));
+        Assert.True(clean.Runs.Single().Ledger.Counter("connections") >= 60, Describe(clean));
+        Assert.NotNull(correctMonitor.Last);
+    }
+}

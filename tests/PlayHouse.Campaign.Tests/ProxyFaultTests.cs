@@ -1,0 +1,67 @@
+using static PlayHouse.Campaign.Tests.Campaigns;
+
+namespace PlayHouse.Campaign.Tests;
+
+/// <summary>Fault steps drawn into a schedule reach the target through the fault proxy, and the correct server passes the checkers under them.</summary>
+public sealed class ProxyFaultTests
+{
+    /// <summary>Three groups over three transports, every fault kind once, all healed before the last third.</summary>
+    private static CampaignSchedule EveryFault() => new(
+        CampaignSchedule.TestStageProfile,
+        Seed: 5,
+        DurationMs: 1500,
+        RequestTimeoutMs: 2000,
+        Stages: 1,
+        Groups: 3,
+        Clients:
+        [
+            new CampaignClientPlan(0, CampaignTransport.Tcp, 0, 0, [Op(OperationKind.Echo, 40, 4), Op(OperationKind.Broadcast), Op(OperationKind.Heartbeat)]),
+            new CampaignClientPlan(1, CampaignTransport.Tls, 0, 1, [Op(OperationKind.Echo, 40, 4), Op(OperationKind.Fail, value: 2001), Op(OperationKind.Broadcast)]),
+            new CampaignClientPlan(2, CampaignTransport.Ws, 0, 2, [Op(OperationKind.Echo, 40, 4), Op(OperationKind.Large), Op(OperationKind.Broadcast)]),
+        ],
+        Faults:
+        [
+            new CampaignFault(100, CampaignFaultKind.Latency, 0, 200, Value: 20),
+            new CampaignFault(150, CampaignFaultKind.Segmentation, 1, 200),
+            new CampaignFault(200, CampaignFaultKind.Loss, 2, 200, Value: 5),
+            new CampaignFault(350, CampaignFaultKind.Stall, 0, 150, Direction: FaultDirection.Downstream),
+            new CampaignFault(400, CampaignFaultKind.Bandwidth, 2, 200, Value: 256),
+            new CampaignFault(500, CampaignFaultKind.Partition, 1, 200),
+            new CampaignFault(650, CampaignFaultKind.Reset, 0),
+            new CampaignFault(800, CampaignFaultKind.HalfOpen, 2),
+        ]);
+
+    [Fact]
+    public async Task EveryFaultKind_ThroughTheProxy_IsRealisedAndTheCorrectServerPassesTheCheckers()
+    {
+        await using var target = await InProcessTarget.StartAsync();
+        await using var session = Session(target.Target);
+        var schedule = EveryFault();
+
+        var report = await RunAsync(session, Replaying(schedule, shrink: false));
+
+        Assert.True(report.FindingsByChecker.Count == 0, Describe(report));
+        var run = Assert.Single(report.Runs);
+        Assert.Equal(schedule.Faults.Count, run.Ledger.Counter("faults.applied"));
+        Assert.Equal(3, run.Ledger.Counter("liveness.probes"));
+        var network = run.NetworkCounters.ToDictionary(kv => kv.Key, kv => kv.Value);
+        Assert.True(network["partition.windows"] >= 1, string.Join(' ', network));
+        Assert.True(network["stall.windows"] >= 1, string.Join(' ', network));
+        Assert.True(network["reset.connections"] >= 1, string.Join(' ', network));
+        Assert.True(network["halfOpen.connections"] >= 1, string.Join(' ', network));
+        Assert.True(network["split.chunksSplit"] >= 1, string.Join(' ', network));
+        Assert.True(network["latency.chunksDelayed"] >= 1, string.Join(' ', network));
+        Assert.True(run.Ledger.Counter("connections") > 3, Describe(report));
+    }
+
+    [Fact]
+    public async Task DrawnMixedFaults_OverTwoSeeds_AreAppliedAndTheCorrectServerPasses()
+    {
+        await using var target = await InProcessTarget.StartAsync();
+
+        var report = await DrawnSeedsAsync(target, 11, new ScheduleShape { ClientsMax = 5, Transports = target.Target.Transports, Faults = FaultMix.Mixed, DurationMs = 1200, RequestTimeoutMs = 2000 });
+
+        Assert.True(report.FindingsByChecker.Count == 0, Describe(report));
+        Assert.All(report.Runs, r => Assert.Equal(r.Schedule.Faults.Count, r.Ledger.Counter("faults.applied")));
+    }
+}
