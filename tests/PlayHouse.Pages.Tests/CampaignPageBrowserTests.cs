@@ -12,7 +12,8 @@ public sealed class CampaignPageBrowserTests(HeadlessChromium chromium)
     [Fact]
     public async Task CampaignPage_AgainstAServerThatDropsReplies_ListsTheSeedsEachFailureWithItsReplayTheFaultsAndTheLatency()
     {
-        var options = new ConformanceServerOptions { TcpPort = 0, HttpPort = 0, Flaws = ConformanceFlaws.Parse("drop-reply:25") };
+        // Every listener on a port the system picks: the TLS and HTTPS defaults are fixed ports other tests may hold.
+        var options = new ConformanceServerOptions { TcpPort = 0, HttpPort = 0, TcpTlsPort = 0, HttpsPort = 0, Flaws = ConformanceFlaws.Parse("drop-reply:25") };
         await using var server = await ConformanceServer.StartAsync(options, TimeProvider.System);
         var folder = Path.Combine(HeadlessChromium.ArtifactsFolder, "campaign");
         var path = Path.Combine(folder, "campaign.html");
