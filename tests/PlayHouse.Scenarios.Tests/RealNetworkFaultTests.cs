@@ -48,6 +48,16 @@ public sealed class RealNetworkFaultTests
     }
 
     [Fact]
+    public async Task Echo_OnAPathWhereLostSegmentsResetTheirConnection_WithoutAPlan_PassesEveryCheckerAndResets()
+    {
+        // Loss that resets is a fault without any plan: requests in flight on a reset connection fail by design.
+        var report = await RunAsync("echo", "clients=4", "requestsPerClient=60", "inFlight=4", "streamLoss=Reset", "lossPercent=3");
+
+        Assert.True(report.Passed, report.ToText());
+        Assert.True(Counter(report, "reset.connections") > 0, report.ToText());
+    }
+
+    [Fact]
     public async Task Echo_WhenItsPlayServerCrashesAndRestartsOnTheSamePort_ClientsComeBackAndEveryCheckerPasses()
     {
         var report = await RunAsync("echo", "clients=4", "requestsPerClient=40", "faults=50ms:crash:play-1;400ms:restart:play-1");
