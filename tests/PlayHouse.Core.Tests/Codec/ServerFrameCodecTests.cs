@@ -220,28 +220,4 @@ public sealed class ServerFrameCodecTests
             frame.Dispose();
         }
     }
-
-    /// <summary>A stand-in codec: the "compressed" bytes repeat cyclically to fill the original size.</summary>
-    private sealed class RepeatDecompressor : IPayloadDecompressor
-    {
-        public int Decompress(ReadOnlySpan<byte> source, Span<byte> destination)
-        {
-            for (var i = 0; i < destination.Length; i++)
-            {
-                destination[i] = source[i % source.Length];
-            }
-
-            return destination.Length;
-        }
-    }
-
-    private sealed class ThrowingDecompressor : IPayloadDecompressor
-    {
-        public int Decompress(ReadOnlySpan<byte> source, Span<byte> destination) => throw new InvalidDataException("corrupt LZ4 block");
-    }
-
-    private sealed class ShortDecompressor : IPayloadDecompressor
-    {
-        public int Decompress(ReadOnlySpan<byte> source, Span<byte> destination) => destination.Length - 1;
-    }
 }
