@@ -46,7 +46,7 @@ public sealed class MergedAndRealSocketPageBrowserTests(HeadlessChromium chromiu
 
         // The command runs as printed (less the dotnet run prefix) and writes the seed's timeline.
         var written = Path.Combine(folder, "from-command.html");
-        var arguments = commands[0][(SimCli.ReplayPrefix.Length - "run".Length)..].Split(' ', StringSplitOptions.RemoveEmptyEntries).ToList();
+        var arguments = PlayHouse.Fixtures.Zoo.ZooRunner.SplitArguments(commands[0][(SimCli.ReplayPrefix.Length - "run".Length)..]);
         Assert.Equal("--html", arguments[^2]);
         arguments[^1] = written;
         Assert.Equal(2, Cli([.. arguments]).ExitCode);

@@ -117,51 +117,13 @@ public sealed class LiveTimelineRecorder
     }
 
     /// <summary>The message arrived (with the frame it turned out to carry, when given); a second end is counted, not kept.</summary>
-    public void Deliver(TimelineMessage? message, long timestamp, MessageFrame? frame = null)
-    {
-        if (message is null)
-        {
-            return;
-        }
-
-        var ticks = TicksOf(timestamp);
-        lock (_gate)
-        {
-            if (EndedAlready(message))
-            {
-                return;
-            }
-
-            _builder.Deliver(message, Math.Max(ticks, message.SentTicks));
-            if (frame is not null)
-            {
-                message.Frame = frame;
-            }
-        }
-    }
+    public void Deliver(TimelineMessage? message, long timestamp, MessageFrame? frame = null) => End(message, timestamp, frame, lostReason: null);
 
     /// <summary>The message will never arrive (timed out, its connection closed); a second end is counted, not kept.</summary>
     public void Lose(TimelineMessage? message, long timestamp, string reason, MessageFrame? frame = null)
     {
-        if (message is null)
-        {
-            return;
-        }
-
-        var ticks = TicksOf(timestamp);
-        lock (_gate)
-        {
-            if (EndedAlready(message))
-            {
-                return;
-            }
-
-            _builder.Lose(message, Math.Max(ticks, message.SentTicks), reason);
-            if (frame is not null)
-            {
-                message.Frame = frame;
-            }
-        }
+        ArgumentNullException.ThrowIfNull(reason);
+        End(message, timestamp, frame, reason);
     }
 
     /// <summary>An instant event on a lane.</summary>
@@ -224,6 +186,39 @@ public sealed class LiveTimelineRecorder
 
             _builder.Meta = meta with { Clock = "wall", Notes = notes };
             return _builder.Build(endTimestamp is { } end ? TicksOf(end) : null);
+        }
+    }
+
+    private void End(TimelineMessage? message, long timestamp, MessageFrame? frame, string? lostReason)
+    {
+        if (message is null)
+        {
+            return;
+        }
+
+        var ticks = TicksOf(timestamp);
+        lock (_gate)
+        {
+            if (EndedAlready(message))
+            {
+                return;
+            }
+
+            // A clock read on another thread may stand a hair before the send's: the end never precedes the start.
+            var at = Math.Max(ticks, message.SentTicks);
+            if (lostReason is null)
+            {
+                _builder.Deliver(message, at);
+            }
+            else
+            {
+                _builder.Lose(message, at, lostReason);
+            }
+
+            if (frame is not null)
+            {
+                message.Frame = frame;
+            }
         }
     }
 
