@@ -152,14 +152,37 @@ public sealed record SimOptions
     {
         ArgumentNullException.ThrowIfNull(random);
         ArgumentNullException.ThrowIfNull(baseline);
-        var shapes = Enum.GetValues<LatencyShape>();
         var latencyMean = 1 + random.NextInt(80);
         var latencyMax = latencyMean * (2 + random.NextInt(20));
         var faults = random.NextBool(0.5) ? RandomFaults(random, baseline) : FaultPlan.None;
         var streamLoss = random.NextBool(0.2) ? StreamLossMode.Reset : StreamLossMode.Retransmit;
 
         var lossPercent = random.NextBool(0.5) ? random.NextInt(6) : 0;
-        return (baseline with
+        return (DrawWorkloadAndLatency(random, baseline, latencyMean, latencyMax) with
+        {
+            LossPercent = lossPercent,
+            DuplicatePercent = random.NextBool(0.3) ? random.NextInt(4) : 0,
+            ReorderPercent = random.NextBool(0.3) ? random.NextInt(10) : 0,
+            SplitPercent = random.NextInt(60),
+            BandwidthBytesPerSecond = random.NextBool(0.2) ? 1_000_000 + random.NextInt(100_000_000) : 0,
+            StreamLoss = streamLoss,
+            ExploreSchedules = random.NextBool(0.5),
+            Faults = faults,
+        }).WithSwarmPatience(baseline);
+    }
+
+    /// <summary>
+    /// Draws the sizes, workload mode and latency shape of a swarm seed within <paramref name="baseline"/>'s sizes, around
+    /// a mean and maximum latency the caller drew: the part the simulated and the real-socket swarms share. The draws
+    /// happen in a fixed order (clients, stages, message size, in flight, mode, shape, minimum latency), so a seed's
+    /// options, and with them its trace hash, stay what they were.
+    /// </summary>
+    public static SimOptions DrawWorkloadAndLatency(IRandomSource random, SimOptions baseline, int latencyMean, int latencyMax)
+    {
+        ArgumentNullException.ThrowIfNull(random);
+        ArgumentNullException.ThrowIfNull(baseline);
+        var shapes = Enum.GetValues<LatencyShape>();
+        return baseline with
         {
             Clients = 1 + random.NextInt(Math.Max(1, baseline.Clients)),
             Stages = 1 + random.NextInt(Math.Max(1, baseline.Stages)),
@@ -171,15 +194,7 @@ public sealed record SimOptions
             LatencyMsMin = random.NextInt(latencyMean + 1),
             LatencyMsMean = latencyMean,
             LatencyMsMax = latencyMax,
-            LossPercent = lossPercent,
-            DuplicatePercent = random.NextBool(0.3) ? random.NextInt(4) : 0,
-            ReorderPercent = random.NextBool(0.3) ? random.NextInt(10) : 0,
-            SplitPercent = random.NextInt(60),
-            BandwidthBytesPerSecond = random.NextBool(0.2) ? 1_000_000 + random.NextInt(100_000_000) : 0,
-            StreamLoss = streamLoss,
-            ExploreSchedules = random.NextBool(0.5),
-            Faults = faults,
-        }).WithSwarmPatience(baseline);
+        };
     }
 
     /// <summary>
