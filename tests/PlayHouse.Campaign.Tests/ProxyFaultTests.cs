@@ -54,6 +54,41 @@ public sealed class ProxyFaultTests
         Assert.True(run.Ledger.Counter("connections") > 3, Describe(report));
     }
 
+    /// <summary>
+    /// One TLS client. A reset drops its connection while an upstream stall holds everything it sends, so the new
+    /// connection's TLS handshake is held too; a half-open step then catches that handshake in flight. The connect hangs
+    /// until the client's connect timeout, seconds after the step, and the client never held the connection as its own.
+    /// </summary>
+    [Fact]
+    public async Task HalfOpenStep_CatchingATlsHandshakeInFlight_IsTheFaultsDoingAndTheClientConnectsAfterTheHeal()
+    {
+        await using var target = await InProcessTarget.StartAsync();
+        await using var session = Session(target.Target);
+        var schedule = new CampaignSchedule(
+            CampaignSchedule.TestStageProfile,
+            Seed: 9,
+            DurationMs: 1500,
+            RequestTimeoutMs: 2000,
+            Stages: 1,
+            Groups: 1,
+            Clients: [new CampaignClientPlan(0, CampaignTransport.Tls, 0, 0, [Op(OperationKind.Echo), Op(OperationKind.Pause, value: 20)])],
+            Faults:
+            [
+                new CampaignFault(100, CampaignFaultKind.Stall, 0, 2900, Direction: FaultDirection.Upstream),
+                new CampaignFault(150, CampaignFaultKind.Reset, 0),
+                new CampaignFault(1200, CampaignFaultKind.HalfOpen, 0),
+            ]);
+
+        var report = await RunAsync(session, Replaying(schedule, shrink: false));
+
+        Assert.True(report.FindingsByChecker.Count == 0, Describe(report));
+        var run = Assert.Single(report.Runs);
+        var network = run.NetworkCounters.ToDictionary(kv => kv.Key, kv => kv.Value);
+        Assert.True(network["reset.connections"] >= 1 && network["halfOpen.connections"] >= 1, string.Join(' ', network));
+        Assert.Equal(1, run.Ledger.Counter("connects.excusedByFault"));
+        Assert.Equal(1, run.Ledger.Counter("liveness.probes"));
+    }
+
     [Fact]
     public async Task DrawnMixedFaults_OverTwoSeeds_AreAppliedAndTheCorrectServerPasses()
     {

@@ -32,6 +32,22 @@ public sealed class RealNetworkCommandTests
     }
 
     [Theory]
+    [InlineData("async")]
+    [InlineData("blocking")]
+    public void BenchProxy_WithAFloorRelay_MeasuresItAgainstDirectInRepeatsOfItsOwn(string floor)
+    {
+        var result = CliHarness.Run("bench", "proxy", "--connections", "2", "--in-flight", "2", "--repeats", "2", "--duration-ms", "150", "--warm-up-ms", "50", "--floor", floor);
+
+        Assert.True(result.ExitCode == 0, result.ToString());
+        Assert.Equal(floor, result.Value("floor.mode"));
+        Assert.Equal(2, result.Lines.Count(l => l.StartsWith("floor.repeat.", StringComparison.Ordinal)));
+        Assert.Equal(2, result.Lines.Count(l => l.StartsWith("repeat.", StringComparison.Ordinal)));
+        Assert.True(double.Parse(result.Value("floor.roundTripsPerSecond")!, System.Globalization.CultureInfo.InvariantCulture) > 0, result.ToString());
+        Assert.NotNull(result.Value("floor.ratio.median"));
+    }
+
+    [Theory]
+    [InlineData("bench", "proxy", "--floor", "fast")]
     [InlineData("swarm", "--scenario", "echo", "--seeds", "2", "--tls")]
     [InlineData("swarm", "--scenario", "echo", "--seeds", "2", "--mode", "tcp", "--time-limit-s", "0")]
     [InlineData("swarm", "--scenario", "echo", "--seeds", "2", "--mode", "tcp", "--flaw", "B1")]
