@@ -33,7 +33,7 @@ public sealed class CoreRoundTrip : IDisposable
     private readonly ManualClock _clock = new();
     private readonly byte[] _requestPayload;
     private readonly byte[] _requestWire;
-    private readonly long _sessionId;
+    private readonly ClientSession _session;
     private ushort _seq = 1;
 
     public CoreRoundTrip(CoreShape shape, int payloadBytes = 64)
@@ -53,7 +53,7 @@ public sealed class CoreRoundTrip : IDisposable
         _serverDecoder = new ClientFrameDecoder(pool, new Utf8StringCache(singleThreaded: singleThreaded));
         _clientDecoder = new ServerFrameDecoder(pool, new Utf8StringCache(singleThreaded: singleThreaded));
         _connection = new EncodingConnection(payloadBytes);
-        _sessionId = _server.Connect(_connection);
+        _session = _server.ConnectSession(_connection);
         _batch = singleThreaded ? null : new ClientFrameBatch();
         _requestPayload = new byte[payloadBytes];
         _requestWire = new byte[ClientFrameEncoder.GetEncodedLength(MsgId, payloadBytes)];
@@ -101,11 +101,13 @@ public sealed class CoreRoundTrip : IDisposable
         {
             if (_batch is null)
             {
-                _server.OnClientFrame(_sessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                // As a simulated session does: it holds the session the server opened for it.
+                _server.OnClientFrame(_session, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
             }
             else
             {
-                _server.OnClientFrame(_sessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload, _clock.GetTimestamp(), _batch);
+                // As a TCP session does: by its id, with the receive's clock reading and batch.
+                _server.OnClientFrame(_session.SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload, _clock.GetTimestamp(), _batch);
             }
         }
 

@@ -25,7 +25,7 @@ public sealed class CampaignPageBrowserTests(HeadlessChromium chromium)
         Assert.True(run.ExitCode == 2, run.Output);
         var replays = run.Output.Split('\n').Where(l => l.Contains(" replay=", StringComparison.Ordinal)).Select(l => l[(l.IndexOf(" replay=", StringComparison.Ordinal) + " replay=".Length)..]).ToList();
         Assert.Equal(2, replays.Count);
-        Assert.Contains($"html-file={path} outcomes=1 failures=2 timelines=0", run.Output, StringComparison.Ordinal);
+        Assert.Contains($"html-file={path} outcomes=1 failures=2 timelines=2 in {Path.Combine(folder, "campaign-timelines")}", run.Output, StringComparison.Ordinal);
 
         await using var page = await chromium.OpenAsync(path);
         Assert.Equal("true", await page.Eval<string>("document.body.dataset.ready"));
@@ -42,6 +42,20 @@ public sealed class CampaignPageBrowserTests(HeadlessChromium chromium)
         Assert.Contains(notes, n => n.StartsWith("round trips: ", StringComparison.Ordinal));
         await page.Screenshot("campaign-summary");
         page.AssertNoErrors();
+
+        // Each failing seed links the timeline of its first run, opened at its first finding, with its replay command.
+        var links = await page.Eval<string[]>("[...document.querySelectorAll('#failure-table a.timeline-link')].map(a => a.getAttribute('href'))");
+        Assert.Equal(["campaign-timelines/seed-1.html", "campaign-timelines/seed-2.html"], links.Select(l => l[..l.IndexOf('#', StringComparison.Ordinal)]));
+        await using var timeline = await chromium.OpenAsync(Path.Combine(folder, links[0][..links[0].IndexOf('#', StringComparison.Ordinal)]), fragment: links[0][links[0].IndexOf('#', StringComparison.Ordinal)..]);
+        Assert.Equal(1, await timeline.Eval<int>("document.querySelectorAll('#first-violation-marker').length"));
+        Assert.Contains("[ExactlyOnceReply]", await timeline.Eval<string>("document.getElementById('violation-0').textContent"), StringComparison.Ordinal);
+        Assert.Equal(replays[0], await timeline.Eval<string>("document.getElementById('replay').textContent"));
+        var lanes = await timeline.Eval<string[]>("[...document.querySelectorAll('#lane-labels text')].map(t => t.dataset.lane)");
+        Assert.Contains("target", lanes);
+        Assert.Contains(lanes, l => l.StartsWith("path group-", StringComparison.Ordinal));
+        Assert.Contains(lanes, l => l.StartsWith("client-0.", StringComparison.Ordinal));
+        await timeline.Screenshot("campaign-summary-timeline");
+        timeline.AssertNoErrors();
     }
 
     private static (int ExitCode, string Output) Cli(params string[] args)

@@ -123,10 +123,11 @@ public sealed class TimelineModelTests
     }
 
     [Theory]
-    [InlineData("run", "--scenario", "echo", "--mode", "tcp", "--html", "x.html")]
+    [InlineData("run", "--scenario", "echo", "--mode", "tcp", "--html", "/proc/no-such-folder/x.html")]
     [InlineData("run", "--scenario", "echo", "--seed", "1", "--html", "/proc/no-such-folder/x.html")]
     [InlineData("swarm", "--scenario", "echo", "--seeds", "1", "--html", "/proc/no-such-folder/x.html")]
-    public void HtmlOption_WithoutASimulationOrAWritableFile_IsAUsageErrorOfOneLine(params string[] args)
+    [InlineData("swarm", "--scenario", "echo", "--seeds", "1", "--mode", "tcp", "--html", "/proc/no-such-folder/x.html")]
+    public void HtmlOption_WithoutAWritableFile_IsAUsageErrorOfOneLineBeforeAnyRun(params string[] args)
     {
         var output = new StringWriter();
         var error = new StringWriter();
@@ -136,11 +137,61 @@ public sealed class TimelineModelTests
         Assert.Contains("--html", line, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public void LiveTimelineRecorder_PastItsCap_KeepsTheFirstItemsCountsTheRestAndSaysSoOnThePage()
+    {
+        var clock = new SteppedClock();
+        var recorder = new LiveTimelineRecorder(clock, itemsMax: 3);
+        var client = recorder.Lane("client-1", "client-1", LaneKind.Client);
+        var server = recorder.Lane("target", "target", LaneKind.Server);
+        clock.Advance(TimeSpan.FromMilliseconds(2));
+        var first = recorder.Send(client, server, recorder.Now, "request", 10, new MessageFrame("EchoRequest", 0, 1, 0, 1));
+        recorder.Describe(first, new MessageFrame("EchoRequest", 7, 1, 0, 1));
+        clock.Advance(TimeSpan.FromMilliseconds(3));
+        recorder.Deliver(first, recorder.Now, new MessageFrame("EchoRequest", 7, 1, 0, 1) { Extra = [new("reply", "EchoReply")] });
+        recorder.Lose(first, recorder.Now, "timed out");
+        var second = recorder.Send(client, server, recorder.Now, "request", 10);
+        recorder.Instant(client, recorder.Now, "connect", "connect");
+        var third = recorder.Send(client, server, recorder.Now, "request", 10);
+        recorder.Instant(client, recorder.Now, "close", "close");
+        recorder.Deliver(third, recorder.Now);
+        recorder.Violation(recorder.Now, "ExactlyOnceReply", "request 2 timed out", client);
+
+        Assert.NotNull(second);
+        Assert.Null(third);
+        Assert.Equal(3, recorder.Items);
+        Assert.Equal(2, recorder.Dropped);
+        var timeline = recorder.Build(new TimelineMeta { Title = "capped" });
+        Assert.Equal("wall", timeline.Meta.Clock);
+        var delivered = timeline.Messages[0];
+        Assert.Equal(2 * TimeSpan.TicksPerMillisecond, delivered.SentTicks);
+        Assert.Equal(5 * TimeSpan.TicksPerMillisecond, delivered.DeliveredTicks);
+        Assert.Null(delivered.LostReason);
+        Assert.Equal(7, delivered.Frame!.MsgSeq);
+        Assert.Equal("in flight when the trace ended", timeline.Messages[1].LostReason);
+        Assert.Single(timeline.Events);
+        Assert.Equal(5 * TimeSpan.TicksPerMillisecond, Assert.Single(timeline.Violations).TimeTicks);
+        Assert.Contains(new KeyValuePair<string, string>("recorded", "3 events and messages (at most 3); 2 dropped past the cap"), timeline.Meta.Notes);
+        Assert.Contains(new KeyValuePair<string, string>("messages ended twice", "1"), timeline.Meta.Notes);
+    }
+
     private static string Write(Timeline timeline)
     {
         using var stream = new MemoryStream();
         TimelinePage.Write(timeline, stream);
         return System.Text.Encoding.UTF8.GetString(stream.ToArray());
+    }
+
+    /// <summary>A clock that moves only when told, at a frequency that is not ticks (as the system clock's is not).</summary>
+    private sealed class SteppedClock : TimeProvider
+    {
+        private long _timestamp = 5_000_000;
+
+        public override long TimestampFrequency => 1_000_000_000;
+
+        public override long GetTimestamp() => _timestamp;
+
+        public void Advance(TimeSpan by) => _timestamp += (long)(by.TotalSeconds * TimestampFrequency);
     }
 
     private sealed class Collector : ITraceListener

@@ -1,4 +1,5 @@
 using System.Text.RegularExpressions;
+using PlayHouse.Simulation.Metrics;
 
 namespace PlayHouse.Sim.Cli.Tests;
 
@@ -61,6 +62,51 @@ public sealed partial class SwarmParallelAndShardTests
         {
             Directory.Delete(dir, recursive: true);
         }
+    }
+
+    [Fact]
+    public void SwarmMerge_OfEveryShardsHistograms_GivesTheUnshardedSwarmsLatencyDistribution()
+    {
+        var dir = Directory.CreateTempSubdirectory("swarm-latency-").FullName;
+        try
+        {
+            var wholeFile = Path.Combine(dir, "whole.json");
+            var wholeRun = CliHarness.Run("swarm", "--scenario", "all", "--seeds", "8", "--start-seed", "70", "--json", wholeFile);
+            var files = new List<string>();
+            for (var i = 0; i < 2; i++)
+            {
+                files.Add(Path.Combine(dir, $"shard-{i}.json"));
+                CliHarness.Run("swarm", "--scenario", "all", "--seeds", "8", "--start-seed", "70", "--shard", $"{i}/2", "--json", files[i]);
+            }
+
+            var mergedFile = Path.Combine(dir, "merged.json");
+            Assert.Equal(wholeRun.ExitCode, CliHarness.Run(["swarm", "merge", .. files, "--json", mergedFile]).ExitCode);
+            var whole = Latencies(wholeFile);
+            var merged = Latencies(mergedFile);
+            Assert.Equal(whole.Keys.Order(), merged.Keys.Order());
+            Assert.NotEmpty(whole);
+            foreach (var (scenario, histogram) in whole)
+            {
+                Assert.True(histogram.Count > 0, scenario);
+                Assert.Equal(histogram.Count, merged[scenario].Count);
+                Assert.Equal(histogram.Max, merged[scenario].Max);
+                Assert.Equal(histogram.ValueAtPercentile(50), merged[scenario].ValueAtPercentile(50));
+                Assert.Equal(histogram.ValueAtPercentile(99.9), merged[scenario].ValueAtPercentile(99.9));
+            }
+
+            // The shards split the seeds, so each holds only part of the round trips.
+            Assert.All(files, f => Assert.True(Latencies(f).Values.Sum(h => h.Count) < whole.Values.Sum(h => h.Count)));
+        }
+        finally
+        {
+            Directory.Delete(dir, recursive: true);
+        }
+    }
+
+    private static Dictionary<string, LatencyHistogram> Latencies(string file)
+    {
+        using var json = System.Text.Json.JsonDocument.Parse(File.ReadAllText(file));
+        return json.RootElement.GetProperty("Latencies").EnumerateObject().ToDictionary(p => p.Name, p => LatencyHistogram.Decode(p.Value.GetString()!));
     }
 
     [Theory]

@@ -39,7 +39,7 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
     private readonly SimSessionStatistics _statistics;
     private readonly WebSocketFrameDecoder? _webSocket;
 
-    // The server's record of this session, held for cache hints only: every frame still goes through the server by id.
+    // The server's record of this session: every frame names it, so the server finds it without a lookup by id.
     private readonly ClientSession _session;
     private Payload _receiveBuffer;
     private bool _receiving;
@@ -281,7 +281,7 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
             while (_decoder.TryDecode(ref chunk, out var frame))
             {
                 _statistics.FramesReceived++;
-                _server.OnClientFrame(SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                _server.OnClientFrame(_session, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
                 if (_closed)
                 {
                     // Bytes after the closing frame are never decoded, so no buffer is rented for them.
@@ -312,7 +312,7 @@ public class SimSessionConnection : IClientConnection, IStreamReceiver
                     }
 
                     _statistics.FramesReceived++;
-                    _server.OnClientFrame(SessionId, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
+                    _server.OnClientFrame(_session, frame.MsgId, frame.MsgSeq, frame.StageId, frame.Payload);
                     break;
                 case WebSocketOpcode.Ping:
                     var pong = _connection.Network.SendScratch(WebSocketFraming.GetHeaderLength(message.Length, masked: false) + message.Length);

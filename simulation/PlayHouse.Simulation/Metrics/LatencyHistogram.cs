@@ -1,4 +1,6 @@
+using System.Globalization;
 using HdrHistogram;
+using HdrHistogram.Utilities;
 
 namespace PlayHouse.Simulation.Metrics;
 
@@ -28,6 +30,9 @@ public sealed class LatencyHistogram
     /// that bucket starts at 2^41, so every value allowed here is reported correctly.
     /// </summary>
     public const long HighestTrackableValueMax = 1L << 40;
+
+    /// <summary>The first word of <see cref="Encode"/>'s text: the form of the line, should it ever change.</summary>
+    public const string EncodingName = "hdr-v2";
 
     private readonly LongHistogram _histogram;
 
@@ -126,6 +131,57 @@ public sealed class LatencyHistogram
         Max = Count == 0 ? other.Max : Math.Max(Max, other.Max);
         Saturated += other.Saturated;
         _histogram.Add(other._histogram);
+    }
+
+    /// <summary>
+    /// The histogram as one line of text for a results file (a swarm shard's <c>--json</c>): its layout, the exact
+    /// minimum, maximum and saturated count, then HdrHistogram's own compressed encoding in base64, the form its
+    /// histogram logs store. <see cref="Decode"/> reads it back with every count, so shards merge without averaging.
+    /// </summary>
+    public string Encode()
+    {
+        var buffer = ByteBuffer.Allocate(_histogram.GetNeededByteBufferCapacity());
+        var length = HistogramEncoding.EncodeIntoCompressedByteBuffer(_histogram, buffer);
+        var bytes = new byte[length];
+        buffer.Position = 0;
+        for (var i = 0; i < length; i++)
+        {
+            bytes[i] = buffer.Get();
+        }
+
+        return string.Create(
+            CultureInfo.InvariantCulture,
+            $"{EncodingName} {_histogram.HighestTrackableValue} {_histogram.NumberOfSignificantValueDigits} {Min} {Max} {Saturated} {Convert.ToBase64String(bytes)}");
+    }
+
+    /// <summary>Reads a histogram written by <see cref="Encode"/>.</summary>
+    /// <exception cref="FormatException">The text is not an encoded histogram.</exception>
+    public static LatencyHistogram Decode(string text)
+    {
+        ArgumentNullException.ThrowIfNull(text);
+        var parts = text.Split(' ');
+        if (parts.Length != 7 || parts[0] != EncodingName
+            || !long.TryParse(parts[1], NumberStyles.None, CultureInfo.InvariantCulture, out var highest)
+            || !int.TryParse(parts[2], NumberStyles.None, CultureInfo.InvariantCulture, out var digits)
+            || !long.TryParse(parts[3], NumberStyles.None, CultureInfo.InvariantCulture, out var min)
+            || !long.TryParse(parts[4], NumberStyles.None, CultureInfo.InvariantCulture, out var max)
+            || !long.TryParse(parts[5], NumberStyles.None, CultureInfo.InvariantCulture, out var saturated)
+            || highest is < 2 or > HighestTrackableValueMax || digits is < 3 or > 5 || min > max)
+        {
+            throw new FormatException($"Not an encoded latency histogram ('{EncodingName} HIGHEST DIGITS MIN MAX SATURATED BASE64'): '{(text.Length > 80 ? text[..80] + "..." : text)}'.");
+        }
+
+        var decoded = HistogramEncoding.DecodeFromCompressedByteBuffer(ByteBuffer.Allocate(Convert.FromBase64String(parts[6])), highest);
+        var histogram = new LatencyHistogram(highest, digits);
+        histogram._histogram.Add(decoded);
+        if (histogram.Count > 0)
+        {
+            histogram.Min = min;
+            histogram.Max = max;
+            histogram.Saturated = saturated;
+        }
+
+        return histogram;
     }
 
     /// <summary>Forgets every sample; the memory is kept.</summary>

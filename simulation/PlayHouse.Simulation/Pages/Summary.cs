@@ -15,6 +15,9 @@ public sealed record SummaryOutcome(string Scenario, int Runs, int Passed, IRead
 public sealed record SummaryFailure(string Name, string Scenario, string Outcome, string Failure, string ReplayCommand)
 {
     public string? TimelineLink { get; init; }
+
+    /// <summary>Where no timeline was written: the command that writes one (shown instead of the link), or null.</summary>
+    public string? TimelineCommand { get; init; }
 }
 
 /// <summary>One point of a latency distribution: the value at a percentile.</summary>

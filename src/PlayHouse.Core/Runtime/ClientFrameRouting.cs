@@ -40,12 +40,34 @@ internal sealed class ClientFrameRouting
     {
         if (!_sessions.TryGetOpen(sessionId, out var session, out var state))
         {
-            FlushHeld(batch, payload);
-            _server.Observer.OnDropped(_server.NodeId, "frame-from-closed-session", msgId);
-            payload.DisposeIfOwner();
+            DropFromClosedSession(msgId, payload, batch);
             return;
         }
 
+        Route(session, state, msgId, msgSeq, stageId, payload, receivedTimestamp, batch);
+    }
+
+    /// <summary><see cref="Dispatch(long, string, ushort, long, Payload, long?, ClientFrameBatch?)"/> from a transport that holds its session.</summary>
+    public void Dispatch(ClientSession held, string msgId, ushort msgSeq, long stageId, Payload payload)
+    {
+        if (!_sessions.TryGetOpen(held, out var session, out var state))
+        {
+            DropFromClosedSession(msgId, payload, batch: null);
+            return;
+        }
+
+        Route(session, state, msgId, msgSeq, stageId, payload, receivedTimestamp: null, batch: null);
+    }
+
+    private void DropFromClosedSession(string msgId, Payload payload, ClientFrameBatch? batch)
+    {
+        FlushHeld(batch, payload);
+        _server.Observer.OnDropped(_server.NodeId, "frame-from-closed-session", msgId);
+        payload.DisposeIfOwner();
+    }
+
+    private void Route(ClientSession session, SessionState state, string msgId, ushort msgSeq, long stageId, Payload payload, long? receivedTimestamp, ClientFrameBatch? batch)
+    {
         var admission = _gate.Admit(state, msgId, _authenticateMsgId);
         var actor = session.Actor;
         if (batch is not null && admission == FrameAdmission.Authenticated && actor is not null && actor.Host.StageId == stageId

@@ -22,12 +22,17 @@ internal sealed class ClientSessions
     private readonly ISessionTable _table;
     private readonly bool _lookupsWithoutLock;
 
+    // The standard table lists a session under its own id while its flag is set (ids are never reused), so a session
+    // a transport holds is found by its flag; another table (a bug zoo's) is asked by id, where its flaw lives.
+    private readonly bool _heldSessionsFoundByFlag;
+
     public ClientSessions(PlayServer server)
     {
         _server = server;
         _gate = NodeLock.Create(server.Options);
         _table = server.Parts.Sessions(server);
         _lookupsWithoutLock = _table.ConcurrentLookups;
+        _heldSessionsFoundByFlag = _table is SessionTable;
     }
 
     public int Count
@@ -75,6 +80,24 @@ internal sealed class ClientSessions
             }
         }
 
+        return session is not null && state != SessionState.Closed;
+    }
+
+    /// <summary>
+    /// <see cref="TryGetOpen(long, out ClientSession?, out SessionState)"/> for a transport that holds the session it
+    /// opened: with the standard table the session's listed flag answers what the lookup by its id would (the flag
+    /// follows the table's entry, under the same lock), without hashing the id into the table per frame.
+    /// </summary>
+    public bool TryGetOpen(ClientSession held, [NotNullWhen(true)] out ClientSession? session, out SessionState state)
+    {
+        if (!_heldSessionsFoundByFlag)
+        {
+            return TryGetOpen(held.SessionId, out session, out state);
+        }
+
+        // As the lookup: the flag first (the table's entry), then the state; a close clears the flag before the state.
+        session = held.IsListed ? held : null;
+        state = session?.State ?? SessionState.Closed;
         return session is not null && state != SessionState.Closed;
     }
 

@@ -176,6 +176,13 @@ public sealed class PlayServer : ServerNode
         _frames.Dispatch(sessionId, msgId, msgSeq, stageId, payload, receivedTimestamp: null, batch: null);
 
     /// <summary>
+    /// <see cref="OnClientFrame(long, string, ushort, long, Payload)"/> from a transport that holds the session
+    /// <see cref="ConnectSession"/> gave it: the session is found without a lookup by id.
+    /// </summary>
+    internal void OnClientFrame(ClientSession session, string msgId, ushort msgSeq, long stageId, Payload payload) =>
+        _frames.Dispatch(session, msgId, msgSeq, stageId, payload);
+
+    /// <summary>
     /// A frame arrived from a client at <paramref name="receivedTimestamp"/>, a timestamp of this server's
     /// <see cref="ServerNode.Time"/>: a request's entry in the ledger of unanswered requests expires
     /// <see cref="ServerOptions.RequestTimeout"/> after it. A transport that reads the clock once per receive passes that

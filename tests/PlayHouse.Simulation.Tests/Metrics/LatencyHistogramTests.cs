@@ -229,6 +229,49 @@ public sealed class LatencyHistogramTests(ITestOutputHelper output)
         Assert.True(p99 > 0);
     }
 
+    [Fact]
+    public void EncodeThenDecode_OfTwoHalves_MergesToTheSameDistributionAsOneHistogramOfEverySample()
+    {
+        var whole = new LatencyHistogram();
+        var first = new LatencyHistogram();
+        var second = new LatencyHistogram();
+        for (var i = 1L; i <= 20_000; i++)
+        {
+            // Two halves with different shapes: their percentiles averaged would be wrong, their counts summed are not.
+            var value = i % 2 == 0 ? i * 3 : 50_000 + (i * i % 900_000);
+            whole.Record(value);
+            (i % 2 == 0 ? first : second).Record(value);
+        }
+
+        whole.Record(TimeSpan.TicksPerHour);
+        second.Record(TimeSpan.TicksPerHour);
+        var merged = LatencyHistogram.Decode(first.Encode());
+        merged.Merge(LatencyHistogram.Decode(second.Encode()));
+
+        Assert.Equal(whole.Count, merged.Count);
+        Assert.Equal(whole.Min, merged.Min);
+        Assert.Equal(whole.Max, merged.Max);
+        Assert.Equal(1, merged.Saturated);
+        foreach (var percentile in new[] { 0.0, 25, 50, 90, 99, 99.9, 100 })
+        {
+            Assert.Equal(whole.ValueAtPercentile(percentile), merged.ValueAtPercentile(percentile));
+        }
+
+        AssertEmpty(LatencyHistogram.Decode(new LatencyHistogram().Encode()));
+    }
+
+    [Theory]
+    [InlineData("")]
+    [InlineData("hdr-v2 60000000 3 1 2 0")]
+    [InlineData("hdr-v1 60000000 3 1 2 0 AAAA")]
+    [InlineData("hdr-v2 60000000 9 1 2 0 AAAA")]
+    [InlineData("hdr-v2 60000000 3 5 2 0 AAAA")]
+    public void Decode_OfTextThatIsNotAnEncodedHistogram_ThrowsAFormatExceptionNamingTheForm(string text)
+    {
+        var error = Assert.Throws<FormatException>(() => LatencyHistogram.Decode(text));
+        Assert.Contains("HIGHEST DIGITS MIN MAX SATURATED BASE64", error.Message, StringComparison.Ordinal);
+    }
+
     private static void RecordSpread(LatencyHistogram histogram)
     {
         for (var i = 0L; i < 100_000; i++)

@@ -36,7 +36,8 @@
     const rows = data.failures.map((f, i) =>
       `<tr class="failure" id="failure-${i}"><td>${esc(f.name)}</td><td>${esc(f.scenario)}</td><td class="outcome-fail">${esc(f.outcome)}</td>` +
       `<td>${esc(f.failure)}</td><td><code class="replay">${esc(f.replayCommand)}</code></td>` +
-      `<td>${f.timelineLink ? `<a class="timeline-link" href="${esc(f.timelineLink)}">timeline</a>` : "&ndash;"}</td></tr>`).join("");
+      `<td>${f.timelineLink ? `<a class="timeline-link" href="${esc(f.timelineLink)}">timeline</a>`
+        : f.timelineCommand ? `<code class="timeline-command">${esc(f.timelineCommand)}</code>` : "&ndash;"}</td></tr>`).join("");
     section("failures", `Failures (${data.failures.length})`,
       `<table class="table" id="failure-table"><tr><th>run</th><th>scenario</th><th>outcome</th><th>first failure</th><th>replay</th><th>timeline</th></tr>${rows}</table>`);
   }

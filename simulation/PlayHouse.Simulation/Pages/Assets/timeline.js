@@ -158,6 +158,8 @@
     function actorLanes(term) {
       const set = new Set();
       for (const l of T.lanes) if (l.kind === 0 && (l.id === term || l.id === "client-" + term || l.label === term)) set.add(l.i);
+      // A client's connections are lanes under it (a campaign's); parents come before their children.
+      for (const l of T.lanes) if (l.parent >= 0 && set.has(l.parent)) set.add(l.i);
       return set;
     }
     function stageLanes(term) {
