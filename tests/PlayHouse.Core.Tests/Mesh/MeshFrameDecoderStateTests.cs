@@ -178,8 +178,10 @@ public sealed class MeshFrameDecoderStateTests
         var seq = Assert.Throws<FrameDecodeException>(() => decoder.TryDecode(ref sequence, new RouteHeader(), out _));
         var complete = Assert.Throws<FrameDecodeException>(decoder.Complete);
         var completeRest = Assert.Throws<FrameDecodeException>(() => decoder.Complete(ReadOnlySequence<byte>.Empty));
+        // Bytes left over on a failed decoder are not a truncated frame: the error that broke the stream is.
+        var completeWithBytes = Assert.Throws<FrameDecodeException>(() => decoder.Complete(new ReadOnlySequence<byte>(PingFrame.AsMemory(0, 3))));
 
-        Assert.All(new[] { span, seq, complete, completeRest }, e => Assert.Equal(FrameError.NegativeLength, e.Error));
+        Assert.All(new[] { span, seq, complete, completeRest, completeWithBytes }, e => Assert.Equal(FrameError.NegativeLength, e.Error));
         Assert.Contains("already failed", span.Message, StringComparison.Ordinal);
     }
 
