@@ -205,13 +205,21 @@ public sealed class ServerFrameCodecTests
             DecodeOnce(decoder, bytes);
         }
 
-        var before = GC.GetAllocatedBytesForCurrentThread();
-        for (var i = 0; i < 1000; i++)
+        // A per-frame allocation shows in every window of 1,000 frames; a one-off one (the runtime's or a coverage
+        // collector's, once per process) can land in one window only, so the quietest of three windows is judged.
+        var leastWindowBytes = long.MaxValue;
+        for (var window = 0; window < 3; window++)
         {
-            DecodeOnce(decoder, bytes);
+            var before = GC.GetAllocatedBytesForCurrentThread();
+            for (var i = 0; i < 1000; i++)
+            {
+                DecodeOnce(decoder, bytes);
+            }
+
+            leastWindowBytes = Math.Min(leastWindowBytes, GC.GetAllocatedBytesForCurrentThread() - before);
         }
 
-        Assert.Equal(0, GC.GetAllocatedBytesForCurrentThread() - before);
+        Assert.Equal(0, leastWindowBytes);
 
         static void DecodeOnce(ServerFrameDecoder decoder, byte[] bytes)
         {
