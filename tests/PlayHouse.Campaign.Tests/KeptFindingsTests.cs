@@ -117,4 +117,43 @@ public sealed class KeptFindingsTests
         Assert.All(result.Ledger.Findings, f => Assert.Equal(Checkers.ExactlyOnceReply, f.Checker));
         Assert.Contains("stopped=by-signal", result.Summary(), StringComparison.Ordinal);
     }
+
+    [Fact]
+    public async Task Runner_DuringALongFirstRun_HandsOutItsFindingsSoFarEveryInterval()
+    {
+        var longRun = Schedule(
+            durationMs: 2_000,
+            requestTimeoutMs: 300,
+            stages: 1,
+            Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 50, 4), Op(OperationKind.Pause, value: 20)));
+        await using var flawed = await InProcessTarget.StartAsync("drop-reply:5");
+        await using var session = Session(flawed.Target);
+        var seen = new List<(ulong Seed, int Findings)>();
+        var runner = new CampaignRunner(session, Replaying(longRun, reruns: 1, shrink: false) with { CheckpointInterval = TimeSpan.FromMilliseconds(200) }, _ => { }, path => path)
+        {
+            Checkpoint = report =>
+            {
+                if (report.InProgress is { } live)
+                {
+                    lock (seen)
+                    {
+                        seen.Add((live.Schedule.Seed, live.Ledger.FindingCount));
+                    }
+                }
+            },
+        };
+
+        var report = await runner.RunAsync();
+
+        var first = report.Runs[0];
+        Assert.True(first.Failed, Describe(report));
+        Assert.Null(report.InProgress);
+        lock (seen)
+        {
+            Assert.True(seen.Count >= 3, $"{seen.Count} checkpoints during a 2 s run every 200 ms");
+            Assert.All(seen, s => Assert.Equal(longRun.Seed, s.Seed));
+            Assert.Contains(seen, s => s.Findings > 0);
+            Assert.True(seen.Max(s => s.Findings) <= first.Ledger.FindingCount);
+        }
+    }
 }
