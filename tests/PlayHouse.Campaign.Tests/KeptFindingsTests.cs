@@ -16,6 +16,13 @@ public sealed class KeptFindingsTests
         Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 200, 8)),
         Client(1, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 200, 8)));
 
+    /// <summary>One client repeating 50 echoes and a short pause for <paramref name="durationMs"/>: against a server dropping replies, a timeout now and then.</summary>
+    private static CampaignSchedule EchoesAndPauses(int durationMs) => Schedule(
+        durationMs,
+        requestTimeoutMs: 300,
+        stages: 1,
+        Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 50, 4), Op(OperationKind.Pause, value: 20)));
+
     [Fact]
     public void Ledger_ThousandsOfOneCheckersFindings_KeepTheRareCheckersInFull()
     {
@@ -90,11 +97,7 @@ public sealed class KeptFindingsTests
     [Fact]
     public async Task Run_StoppedWhileItsClientsAreStillSending_EndsEarlyKeepingItsFindings()
     {
-        var longRun = Schedule(
-            durationMs: 120_000,
-            requestTimeoutMs: 300,
-            stages: 1,
-            Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 50, 4), Op(OperationKind.Pause, value: 20)));
+        var longRun = EchoesAndPauses(durationMs: 120_000);
         await using var flawed = await InProcessTarget.StartAsync("drop-reply:5");
         await using var session = Session(flawed.Target);
         using var stop = new CancellationTokenSource();
@@ -121,11 +124,7 @@ public sealed class KeptFindingsTests
     [Fact]
     public async Task Runner_DuringALongFirstRun_HandsOutItsFindingsSoFarEveryInterval()
     {
-        var longRun = Schedule(
-            durationMs: 2_000,
-            requestTimeoutMs: 300,
-            stages: 1,
-            Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 50, 4), Op(OperationKind.Pause, value: 20)));
+        var longRun = EchoesAndPauses(durationMs: 2_000);
         await using var flawed = await InProcessTarget.StartAsync("drop-reply:5");
         await using var session = Session(flawed.Target);
         var seen = new List<(ulong Seed, int Findings)>();
