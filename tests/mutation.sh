@@ -82,15 +82,27 @@ print(f"{100.0 * (k + t) / tested:.2f}" if tested else "n/a", k, t, s, n, c)
 PY
 }
 
-# Writes to $1 a config that mutates what every following config mutates (with the first one's other settings).
+# Writes to $1 a config that mutates what every following config mutates and runs the tests any of them runs (with
+# the first one's other settings): the test filters are joined with "|", and a config without one runs every test.
 combine() {
   python3 - "$@" <<'PY'
 import json, sys
 out, first, *rest = sys.argv[1:]
 config = json.load(open(first))
-globs = config["stryker-config"]["mutate"]
+settings = config["stryker-config"]
+globs = settings["mutate"]
+filters = [settings.get("test-case-filter")]
 for other in rest:
-    globs += [g for g in json.load(open(other))["stryker-config"]["mutate"] if g not in globs]
+    other_settings = json.load(open(other))["stryker-config"]
+    globs += [g for g in other_settings["mutate"] if g not in globs]
+    filters.append(other_settings.get("test-case-filter"))
+if all(filters):
+    parts = []
+    for f in filters:
+        parts += [p for p in f.split("|") if p not in parts]
+    settings["test-case-filter"] = "|".join(parts)
+else:
+    settings.pop("test-case-filter", None)
 json.dump(config, open(out, "w"), indent=2)
 PY
 }

@@ -182,6 +182,25 @@ public sealed class FrameReaderStateTests
     }
 
     [Fact]
+    public void CompleteWithBytesLeft_OnAnEndedFailedOrDisposedDecoder_IsRefusedAsUnusable_NotReadAsATruncatedFrame()
+    {
+        var leftOver = new ReadOnlySequence<byte>(new byte[5]);
+        using var ended = new ServerFrameDecoder(DecodeHarness.CheckedPool());
+        using var failed = new ServerFrameDecoder(DecodeHarness.CheckedPool());
+        var disposed = new ServerFrameDecoder(DecodeHarness.CheckedPool());
+        ended.Complete(ReadOnlySequence<byte>.Empty);
+        var negative = new ReadOnlySequence<byte>(WireBytes.I32(-1));
+        Assert.Throws<FrameDecodeException>(() => failed.TryDecode(ref negative, out _));
+        disposed.Dispose();
+
+        Assert.Contains("already completed", Assert.Throws<InvalidOperationException>(() => ended.Complete(leftOver)).Message, StringComparison.Ordinal);
+        var error = Assert.Throws<FrameDecodeException>(() => failed.Complete(leftOver));
+        Assert.StartsWith("NegativeLength: the decoder already failed", error.Message, StringComparison.Ordinal);
+        Assert.Equal(FrameError.NegativeLength, failed.Fault);
+        Assert.Throws<ObjectDisposedException>(() => disposed.Complete(leftOver));
+    }
+
+    [Fact]
     public void LengthErrors_SayTheLengthAndTheBound()
     {
         var small = new FrameDecoderOptions { MaxBodyBytes = 64 };

@@ -132,6 +132,26 @@ public sealed class Utf8StringCacheLimitTests
     }
 
     [Fact]
+    public void AnEntryTheClockHandPassedOver_LosesItsHitBit_SoTheNextEvictionTakesIt()
+    {
+        var cache = new Utf8StringCache(capacity: 2, singleThreaded: true);
+        cache.GetString("first"u8);
+        cache.GetString("second"u8);
+        cache.GetString("first"u8);
+
+        // The hand passes over "first" (its bit cleared) and evicts "second"; the next eviction must take "first",
+        // now without its bit, and keep "third", which came in after it.
+        var third = cache.GetString("third"u8);
+        cache.GetString("fourth"u8);
+
+        Assert.Equal(2, cache.GetStatistics().Evictions);
+        Assert.Same(third, cache.GetString("third"u8));
+        var misses = cache.GetStatistics().Misses;
+        cache.GetString("first"u8);
+        Assert.Equal(misses + 1, cache.GetStatistics().Misses);
+    }
+
+    [Fact]
     public void HitsOnASingleThreadedCache_AreCounted()
     {
         var cache = new Utf8StringCache(capacity: 4, singleThreaded: true);
