@@ -63,6 +63,7 @@ public sealed class HostingTests
     [InlineData("PlayServer:BindAddress", "not-an-ip", "BindAddress")]
     [InlineData("PlayServer:Peers:api-1", "nowhere", "Peers:api-1")]
     [InlineData("PlayServer:IdleTimeout", "00:00:00", "IdleTimeout")]
+    [InlineData("PlayServer:NodeId", " ", "NodeId is empty.")]
     public async Task InvalidOptions_FailTheHostAtStart_NamingTheProblem(string key, string value, string expected)
     {
         using var host = BuildHost(new Dictionary<string, string?> { [key] = value });
@@ -186,6 +187,22 @@ public sealed class HostingTests
         Assert.True(reply.IsSuccess, ErrorCodes.Describe(reply.ErrorCode));
         Assert.Equal(new byte[] { 7, 7 }, reply.Payload);
         Assert.True(api.LastShutdownReport!.Drained);
+    }
+
+    [Fact]
+    public async Task StartingAStartedServerAgain_IsRefusedNamingTheNode_AndTheFirstStartStillServes()
+    {
+        using var host = BuildHost(new Dictionary<string, string?> { ["PlayServer:DefaultStageType"] = EchoMsgIds.StageType });
+        var hosted = host.Services.GetRequiredService<PlayServerHost>();
+        await host.StartAsync().WaitAsync(Patience);
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => hosted.StartAsync(CancellationToken.None).WaitAsync(Patience));
+        using var client = await Connect(hosted);
+        var reply = await client.RequestAsync(EchoMsgIds.Echo, 1, [7]).WaitAsync(Patience);
+        await host.StopAsync().WaitAsync(Patience);
+
+        Assert.Equal("play-1 was already started.", error.Message);
+        Assert.True(reply.IsSuccess);
     }
 
     [Fact]
