@@ -108,7 +108,7 @@ public sealed class FaultProxyTests
         var reply = ReceiveExactlyAsync(pair.Client, 10);
         // The relay reads the reply on its own thread: the window is advanced only once the send is held, or a slow
         // host would let the relay read it after the window and pass it on unheld.
-        await HeldAsync(() => pair.Proxy.Counters.StallSendsHeld == 1);
+        await TestServer.WaitUntilAsync(() => pair.Proxy.Counters.StallSendsHeld == 1);
         await Task.Delay(Quiet, TimeProvider.System);
         Assert.False(reply.IsCompleted);
 
@@ -289,18 +289,6 @@ public sealed class FaultProxyTests
     public void Start_OffLoopback_IsRefused()
     {
         Assert.Throws<ArgumentException>(() => FaultProxy.Start("x", new IPEndPoint(IPAddress.Parse("10.1.2.3"), 80), new FaultProxyOptions { Time = TimeProvider.System }));
-    }
-
-    /// <summary>Waits in real time, up to <see cref="Patience"/>, for the proxy's own thread to reach a state.</summary>
-    private static async Task HeldAsync(Func<bool> reached)
-    {
-        var deadline = TimeProvider.System.GetTimestamp() + (long)(Patience.TotalSeconds * TimeProvider.System.TimestampFrequency);
-        while (!reached() && TimeProvider.System.GetTimestamp() < deadline)
-        {
-            await Task.Delay(TimeSpan.FromMilliseconds(5), TimeProvider.System);
-        }
-
-        Assert.True(reached(), "the proxy did not reach the state within the patience");
     }
 
     private static byte[] Bytes(int count, int seed) => [.. Enumerable.Range(0, count).Select(i => (byte)((i * 31) + seed))];

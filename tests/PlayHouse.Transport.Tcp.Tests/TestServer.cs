@@ -17,6 +17,16 @@ internal sealed class TestServer : IAsyncDisposable
 {
     public static readonly TimeSpan Patience = TimeSpan.FromSeconds(20);
 
+    /// <summary>Waits in real time for another thread to reach a state; cancelled (and the test failed) after <see cref="Patience"/>.</summary>
+    public static async Task WaitUntilAsync(Func<bool> condition)
+    {
+        using var cts = new CancellationTokenSource(Patience);
+        while (!condition())
+        {
+            await Task.Delay(5, cts.Token);
+        }
+    }
+
     private readonly ConcurrentQueue<SessionClosedInfo> _closes = new();
     private readonly SemaphoreSlim _closeSignal = new(0);
 

@@ -104,7 +104,7 @@ public sealed class TurnOnReceiveTests
         Assert.Equal(0, reply.ErrorCode);
 
         // The authentication's own sends (its reply, the join's pushes) are all out before the measured exchange.
-        await WaitUntilAsync(() => server.Listener.Sessions.All(s => s.QueuedBytes == 0));
+        await TestServer.WaitUntilAsync(() => server.Listener.Sessions.All(s => s.QueuedBytes == 0));
         return client;
     }
 
@@ -133,17 +133,8 @@ public sealed class TurnOnReceiveTests
     /// </summary>
     private static async Task SendsSettledAsync(TestServer server, long sendCallsBefore)
     {
-        await WaitUntilAsync(() => server.Counters.SendCalls > sendCallsBefore);
+        await TestServer.WaitUntilAsync(() => server.Counters.SendCalls > sendCallsBefore);
         await Task.Delay(50);
-    }
-
-    private static async Task WaitUntilAsync(Func<bool> condition)
-    {
-        using var cts = new CancellationTokenSource(TestServer.Patience);
-        while (!condition())
-        {
-            await Task.Delay(5, cts.Token);
-        }
     }
 
     /// <summary>The thread pool, counting the work items scheduled on it by type name.</summary>
