@@ -55,6 +55,8 @@ public sealed class FaultProxyTests
         await pair.Server.SendAsync(Bytes(50, 5));
         var reply = ReceiveExactlyAsync(pair.Client, 50);
 
+        // The relay stamps a chunk when it reads it, on its own thread: the clock moves only once the reply is stamped.
+        await TestServer.WaitUntilAsync(() => pair.Proxy.Counters.ChunksDelayed == 1);
         await Task.Delay(Quiet, TimeProvider.System);
         Assert.False(reply.IsCompleted);
         time.Advance(TimeSpan.FromSeconds(1));
@@ -72,6 +74,7 @@ public sealed class FaultProxyTests
 
         await pair.Client.SendAsync(Bytes(64, 6));
         var received = ReceiveExactlyAsync(pair.Server, 64);
+        await TestServer.WaitUntilAsync(() => pair.Proxy.Counters.RetransmitStalls == 1);
         await Task.Delay(Quiet, TimeProvider.System);
         Assert.False(received.IsCompleted);
 
@@ -229,6 +232,7 @@ public sealed class FaultProxyTests
         Assert.Equal(Bytes(2000, 14), await ReceiveExactlyAsync(pair.Server, 2000));
         await pair.Client.SendAsync(Bytes(10, 15));
         var next = ReceiveExactlyAsync(pair.Server, 10);
+        await TestServer.WaitUntilAsync(() => pair.Proxy.Counters.BandwidthWaits == 1);
         await Task.Delay(Quiet, TimeProvider.System);
         Assert.False(next.IsCompleted);
 
