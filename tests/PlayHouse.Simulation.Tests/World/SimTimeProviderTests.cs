@@ -116,6 +116,22 @@ public sealed class SimTimeProviderTests
     }
 
     [Fact]
+    public void Timer_ReArmedToTheSameInstant_FiresOnce_ThoughTwoOfItsEventsComeDueThen()
+    {
+        var world = new SimWorld(1);
+        var fired = new List<long>();
+        using var timer = world.Time.CreateTimer(_ => fired.Add(world.NowTicks), null, TimeSpan.FromTicks(30), Timeout.InfiniteTimeSpan);
+
+        world.RunUntil(10);
+        Assert.True(timer.Change(TimeSpan.FromTicks(20), Timeout.InfiniteTimeSpan));
+        Assert.Equal(2, world.PendingEventCount);
+        world.RunUntil(1_000);
+
+        Assert.Equal([30L], fired);
+        Assert.Equal(0, world.PendingEventCount);
+    }
+
+    [Fact]
     public void Timer_DisarmedByAnInfiniteDueTime_LeavesItsQueuedEventStale()
     {
         var world = new SimWorld(1);
@@ -191,10 +207,5 @@ public sealed class SimTimeProviderTests
         Assert.Equal(2, ran);
         var escape = Assert.Single(world.Escapes);
         Assert.Contains("tried to schedule a work item", escape, StringComparison.Ordinal);
-    }
-
-    private sealed class Work(Action action) : IThreadPoolWorkItem
-    {
-        public void Execute() => action();
     }
 }

@@ -235,9 +235,4 @@ public sealed class SimWorldRunTests
         Assert.Equal(expected.NextUInt64(), fromA.NextUInt64());
         Assert.NotEqual(a.CreateRandom().NextUInt64(), new SimWorld(43).CreateRandom().NextUInt64());
     }
-
-    private sealed class Work(Action action) : IThreadPoolWorkItem
-    {
-        public void Execute() => action();
-    }
 }

@@ -82,7 +82,7 @@ public sealed class SimWorldTests
         // events at mixed distances checks the two are merged by (time, sequence) exactly like one queue.
         var world = new SimWorld(5);
         var random = world.CreateRandom();
-        var order = new OrderModel(world);
+        var order = new EventOrderModel(world);
 
         void Schedule(long atTicks) => order.Schedule(atTicks, () =>
         {
@@ -114,7 +114,7 @@ public sealed class SimWorldTests
         // between move time without an event. Whatever part of the queue holds them, the order is (time, sequence).
         var world = new SimWorld(11);
         var random = world.CreateRandom();
-        var order = new OrderModel(world);
+        var order = new EventOrderModel(world);
 
         void Schedule(long atTicks) => order.Schedule(atTicks, () =>
         {
@@ -150,7 +150,7 @@ public sealed class SimWorldTests
         // hints that run ahead of the wheel; hints read the queued events and must never change which runs when.
         var world = new SimWorld(5);
         var random = world.CreateRandom();
-        var order = new OrderModel(world);
+        var order = new EventOrderModel(world);
 
         void Schedule(long atTicks) => order.Schedule(atTicks, () =>
         {
@@ -188,38 +188,5 @@ public sealed class SimWorldTests
         await Task.Delay(TimeSpan.FromMilliseconds(1), TimeProvider.System).ConfigureAwait(false);
         world.Executor.Schedule(new Work(() => { }));
         escaped.SetResult();
-    }
-
-    private sealed class Work(Action action) : IThreadPoolWorkItem
-    {
-        public void Execute() => action();
-    }
-
-    /// <summary>
-    /// The model of the world's order: every event scheduled is recorded with its effective instant and a sequence
-    /// of its own, and the events must run sorted by (instant, sequence), whichever part of the queue held them.
-    /// </summary>
-    private sealed class OrderModel(SimWorld world)
-    {
-        private readonly List<(long TimeTicks, long Sequence, int Id)> _scheduled = [];
-
-        public List<(long TimeTicks, int Id)> Ran { get; } = [];
-
-        public int Scheduled => _scheduled.Count;
-
-        /// <summary>Schedules an event that records itself when it runs, then does <paramref name="then"/>.</summary>
-        public void Schedule(long atTicks, Action then)
-        {
-            var id = _scheduled.Count;
-            _scheduled.Add((Math.Max(atTicks, world.NowTicks), id + 1L, id));
-            world.ScheduleAt(atTicks, new Work(() =>
-            {
-                Ran.Add((world.NowTicks, id));
-                then();
-            }));
-        }
-
-        public List<(long TimeTicks, int Id)> Expected() =>
-            [.. _scheduled.OrderBy(e => e.TimeTicks).ThenBy(e => e.Sequence).Select(e => (e.TimeTicks, e.Id))];
     }
 }
