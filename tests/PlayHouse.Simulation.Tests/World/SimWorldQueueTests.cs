@@ -69,6 +69,25 @@ public sealed class SimWorldQueueTests
     }
 
     [Theory]
+    [InlineData(10_000)]
+    [InlineData(2_000_000)]
+    public void Heap_EmptiedByItsLastEvent_KeepsNoReferenceToTheWorkItRan(long atTicks)
+    {
+        // One event past the wheel's span: within 100 ms it waits in the near heap, later in the far one.
+        var world = new SimWorld(1);
+        var ran = QueueOneEventPastTheWheel(world, WheelSpanTicks + atTicks);
+
+        Assert.True(world.Step());
+        Assert.Equal(0, world.PendingEventCount);
+        GC.Collect();
+        GC.WaitForPendingFinalizers();
+        GC.Collect();
+
+        Assert.False(ran.IsAlive, "the emptied heap still holds the work item it ran");
+        GC.KeepAlive(world);
+    }
+
+    [Theory]
     [InlineData(HintEventsMin - 1, 0)]
     [InlineData(HintEventsMin, 1)]
     public void CrowdedWheel_HintsItsFirstBucketOnlyOnceItHoldsHintEventsMin(int events, long hints)
@@ -207,6 +226,15 @@ public sealed class SimWorldQueueTests
         world.RunUntilQuiet();
         Assert.False(ran);
         Assert.Contains("tried to schedule work at", Assert.Single(world.Escapes), StringComparison.Ordinal);
+    }
+
+    // Out of line, so no local of the test holds the work item once it has run.
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static WeakReference QueueOneEventPastTheWheel(SimWorld world, long atTicks)
+    {
+        var work = new Work(() => { });
+        world.ScheduleAt(atTicks, work);
+        return new WeakReference(work);
     }
 
     // Event 1 queues 10 and 11 for its instant when it runs, event 31 queues 40.
