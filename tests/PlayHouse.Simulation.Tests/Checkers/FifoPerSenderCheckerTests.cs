@@ -85,6 +85,18 @@ public sealed class FifoPerSenderCheckerTests
     }
 
     [Fact]
+    public void FifoChecker_NullNodeOrStage_IsRefusedByName_AndNothingIsCounted()
+    {
+        var checker = new FifoPerSenderChecker(_clock);
+
+        Assert.Equal("nodeId", Assert.Throws<ArgumentNullException>(() => checker.ForStage(null!, 7)).ParamName);
+        Assert.Equal("nodeId", Assert.Throws<ArgumentNullException>(() => checker.OnDelivered(null!, 7, 42, 1)).ParamName);
+        Assert.Equal("stage", Assert.Throws<ArgumentNullException>(() => checker.OnDelivered(null!, 42, 1)).ParamName);
+        Assert.Equal(0, checker.PathCount);
+        Assert.False(checker.HasViolations);
+    }
+
+    [Fact]
     public void FifoChecker_ManyViolations_KeepsTheFirstAndCountsAll()
     {
         var checker = new FifoPerSenderChecker(new CheckerContext(_clock, violationsKeptMax: 3));

@@ -47,6 +47,18 @@ public sealed class StrayReplyCheckerTests
     }
 
     [Fact]
+    public void StrayReply_ReplyFromANodeThatDidNotReceiveTheRequest_IsAViolation_ThoughItsIdIsAsLongAndTheSeqTheSame()
+    {
+        // api-1 received play-1's request #7; api-2 (an id of the same length, so the same hash) answers #7.
+        _checker.OnMeshDelivered("api-1", Request("play-1", 7));
+        _checker.OnMeshSent("api-2", "play-1", Reply("api-2", 7));
+
+        Assert.Equal(1, _checker.ViolationCount);
+        Assert.Equal(0, _checker.RepliesMatched);
+        Assert.Equal(1, _checker.UnansweredCount);
+    }
+
+    [Fact]
     public void StrayReply_OneWayMessagesAndRequestsSent_AreNotJudged()
     {
         _checker.OnMeshSent("play-1", "api-1", Request("play-1", 3));
