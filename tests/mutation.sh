@@ -22,6 +22,7 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 # name | test project folder | config file (in that folder)
 targets="runtime|tests/PlayHouse.Core.Tests|stryker-runtime.json
 runtime-turn|tests/PlayHouse.Core.Tests|stryker-runtime-turn.json
+runtime-host|tests/PlayHouse.Core.Tests|stryker-runtime-host.json
 runtime-stage|tests/PlayHouse.Core.Tests|stryker-runtime-stage.json
 runtime-server|tests/PlayHouse.Core.Tests|stryker-runtime-server.json
 codec|tests/PlayHouse.Core.Tests|stryker-codec.json
