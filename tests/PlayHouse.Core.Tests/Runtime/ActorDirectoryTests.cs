@@ -71,6 +71,25 @@ public sealed class ActorDirectoryTests
     }
 
     [Fact]
+    public void AccountTakenOverByANewSession_StaysConnected_WhenTheOldSessionsDisconnectArrives()
+    {
+        using var h = new RuntimeHarness(Options());
+        var first = h.Join(1, 5);
+        var second = h.Join(1, 5);
+        first.Disconnect();
+        h.Pump();
+        var seq = second.Request("Echo", 1, [4]);
+        h.Pump();
+
+        var actor = h.Stages[1].Link.Actors.Single();
+        Assert.True(actor.Link.IsConnected);
+        Assert.Equal(second.SessionId, actor.Link.SessionId);
+        Assert.Equal([4], second.ReplyTo(seq).Payload);
+        Assert.DoesNotContain("OnConnectionChanged 5 False", h.Stages[1].Callbacks);
+        Assert.Equal(0, h.Play.DisconnectedActorCount);
+    }
+
+    [Fact]
     public void SessionWhoseActorLeft_MayAuthenticateIntoAnotherStage()
     {
         using var h = new RuntimeHarness(Options());
