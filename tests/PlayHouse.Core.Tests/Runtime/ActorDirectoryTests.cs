@@ -120,6 +120,7 @@ public sealed class ActorDirectoryTests
         Assert.Equal(ErrorCodes.AuthenticationFailed, client.ReplyTo(successCode).ErrorCode);
         Assert.Equal(0, h.Play.ActorCount);
         Assert.Equal(2, script.Log.Count(l => l.StartsWith("OnDestroy", StringComparison.Ordinal)));
+        Assert.Equal(2, h.Events.EventsOf(1).Count(e => e == LifecycleEvent.ActorDestroy));
         h.Pool.ThrowIfLeaks();
     }
 
