@@ -21,6 +21,10 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 # name | test project folder | config file (in that folder)
 targets="runtime|tests/PlayHouse.Core.Tests|stryker-runtime.json
+runtime-turn|tests/PlayHouse.Core.Tests|stryker-runtime-turn.json
+runtime-host|tests/PlayHouse.Core.Tests|stryker-runtime-host.json
+runtime-stage|tests/PlayHouse.Core.Tests|stryker-runtime-stage.json
+runtime-server|tests/PlayHouse.Core.Tests|stryker-runtime-server.json
 codec|tests/PlayHouse.Core.Tests|stryker-codec.json
 mesh|tests/PlayHouse.Core.Tests|stryker-mesh.json
 collections|tests/PlayHouse.Core.Tests|stryker-collections.json
@@ -46,7 +50,7 @@ config_of() { grep "^$1|" <<<"$targets" | cut -d'|' -f3; }
 list() {
   local name
   for name in $names; do
-    printf '%-12s %-58s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
+    printf '%-15s %-58s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
       "$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["stryker-config"]["mutate"]))' "$(dir_of "$name")/$(config_of "$name")")"
   done
 }

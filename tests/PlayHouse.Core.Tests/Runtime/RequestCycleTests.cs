@@ -180,6 +180,92 @@ public sealed class RequestCycleTests
     }
 
     [Fact]
+    public void RequestFromAStageTheHandlerAwaitedEarlier_IsNotACycle_OnceThatRequestWasAnswered()
+    {
+        using var h = new RuntimeHarness();
+        foreach (var id in new long[] { 1, 2, 3 })
+        {
+            h.CreateStage(id);
+        }
+
+        ushort backReply = ushort.MaxValue;
+        h.Stages[1].OnServer = async (stage, packet) =>
+        {
+            if (packet.MsgId == "Back")
+            {
+                stage.Link.Reply(packet, ErrorCodes.Success);
+                return;
+            }
+
+            // Stage 2 answers at once; stage 3 only after two seconds, while stage 2 asks this stage from a handler of its own.
+            using var first = await stage.Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Ask", Payload.Empty, Timeout);
+            using var second = await stage.Link.RequestToStage(RuntimeHarness.PlayNode, 3, "Slow", Payload.Empty, Timeout);
+        };
+        h.Stages[2].OnServer = async (stage, packet) =>
+        {
+            if (packet.MsgId == "Ask")
+            {
+                stage.Link.Reply(packet, ErrorCodes.Success);
+                return;
+            }
+
+            using var response = await stage.Link.RequestToStage(RuntimeHarness.PlayNode, 1, "Back", Payload.Empty, Timeout);
+            backReply = response.ErrorCode;
+        };
+        h.Stages[3].OnServer = async (stage, packet) =>
+        {
+            await Task.Delay(TimeSpan.FromSeconds(2), stage.Link.Time);
+            stage.Link.Reply(packet, ErrorCodes.Success);
+        };
+
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Start", Payload.Empty);
+        h.Advance(TimeSpan.FromSeconds(1));
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 2, "Poke", Payload.Empty);
+        h.Advance(TimeSpan.FromSeconds(2));
+
+        // Stage 1 awaits only stage 3 when stage 2 asks it: the request waits for stage 1's handler and is served.
+        Assert.Equal(ErrorCodes.Success, backReply);
+        Assert.Equal(0, h.Play.Counters.CycleRequestsRefused);
+        Assert.Equal(0, h.Play.Counters.RequestTimeouts);
+    }
+
+    [Fact]
+    public void TwoStagesOnTwoNodes_AwaitingEachOtherFromIndependentHandlers_FailFastWithoutATimeout()
+    {
+        using var h = new RuntimeHarness();
+        using var second = AddPlayServer(h, out var secondStages);
+        h.CreateStage(1);
+        var created = h.Api.CreateStage(SecondPlayNode, RuntimeHarness.StageType, 2, "create", Payload.Empty);
+        h.Pump();
+        Assert.True(RuntimeHarness.Completed(created).IsSuccess);
+        var outcomes = new List<(long StageId, ushort ErrorCode)>();
+        Func<ScriptedStage, Packet, ValueTask> AskThe(string node, long stageId) => async (stage, packet) =>
+        {
+            if (packet.MsgId == "Ask")
+            {
+                stage.Link.Reply(packet, ErrorCodes.Success);
+                return;
+            }
+
+            using var response = await stage.Link.RequestToStage(node, stageId, "Ask", Payload.Empty, Timeout);
+            outcomes.Add((stage.Link.StageId, response.ErrorCode));
+        };
+        h.Stages[1].OnServer = AskThe(SecondPlayNode, 2);
+        secondStages[2].OnServer = AskThe(RuntimeHarness.PlayNode, 1);
+
+        // Neither request carries an await chain: each handler started on its own, so only the direct check sees the cycle.
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Start", Payload.Empty);
+        h.Api.SendToStage(SecondPlayNode, 2, "Start", Payload.Empty);
+        h.Pump();
+
+        // Both handlers await when the other's request arrives, so each node refuses the request it receives.
+        Assert.Equal([(1L, ErrorCodes.RequestCycle), (2L, ErrorCodes.RequestCycle)], outcomes.OrderBy(o => o.StageId));
+        Assert.Equal((1L, 1L), (h.Play.Counters.CycleRequestsRefused, second.Counters.CycleRequestsRefused));
+        Assert.Equal(0, h.Clock.NowTicks);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void ThreeStageCycle_AcrossTwoNodes_FailsFastAtTheClosingRequest()
     {
         using var h = new RuntimeHarness();

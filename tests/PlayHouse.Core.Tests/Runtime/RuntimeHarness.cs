@@ -212,5 +212,9 @@ internal sealed class LifecycleRecorder : RuntimeObserver
     public override void OnHandlerFailed(string nodeId, long stageId, StageWorkKind kind, string? msgId, Exception error) =>
         Failures.Add((stageId, kind, msgId, error));
 
+    public List<(string Reason, string? MsgId)> Dropped { get; } = [];
+
+    public override void OnDropped(string nodeId, string reason, string? msgId) => Dropped.Add((reason, msgId));
+
     public IEnumerable<LifecycleEvent> EventsOf(long stageId) => Lifecycle.Where(e => e.StageId == stageId).Select(e => e.Event);
 }

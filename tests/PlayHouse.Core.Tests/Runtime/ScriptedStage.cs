@@ -12,11 +12,17 @@ internal class ScriptedStage(IStageLink link) : IStage
 
     public List<string> Dispatched { get; } = [];
 
+    /// <summary>The join and connection callbacks that ran, in order, each with the actor's account.</summary>
+    public List<string> Callbacks { get; } = [];
+
     public Func<ScriptedStage, IActor, Packet, ValueTask>? OnClient { get; set; }
 
     public Func<ScriptedStage, Packet, ValueTask>? OnServer { get; set; }
 
     public Func<Packet, ValueTask<CreateResult>>? OnCreateScript { get; set; }
+
+    /// <summary>Decides whether an actor may join; every actor joins when unset.</summary>
+    public Func<IActor, bool>? AdmitJoin { get; set; }
 
     public virtual ValueTask<CreateResult> OnCreate(Packet packet)
     {
@@ -25,11 +31,23 @@ internal class ScriptedStage(IStageLink link) : IStage
 
     public ValueTask OnPostCreate() => ValueTask.CompletedTask;
 
-    public ValueTask<bool> OnJoinStage(IActor actor) => ValueTask.FromResult(true);
+    public ValueTask<bool> OnJoinStage(IActor actor)
+    {
+        Callbacks.Add($"OnJoinStage {actor.Link.AccountId}");
+        return ValueTask.FromResult(AdmitJoin?.Invoke(actor) ?? true);
+    }
 
-    public ValueTask OnPostJoinStage(IActor actor) => ValueTask.CompletedTask;
+    public ValueTask OnPostJoinStage(IActor actor)
+    {
+        Callbacks.Add($"OnPostJoinStage {actor.Link.AccountId}");
+        return ValueTask.CompletedTask;
+    }
 
-    public ValueTask OnConnectionChanged(IActor actor, bool connected) => ValueTask.CompletedTask;
+    public ValueTask OnConnectionChanged(IActor actor, bool connected)
+    {
+        Callbacks.Add($"OnConnectionChanged {actor.Link.AccountId} {connected}");
+        return ValueTask.CompletedTask;
+    }
 
     public ValueTask OnDispatch(IActor actor, Packet packet)
     {

@@ -222,6 +222,21 @@ public sealed class StageLifecycleTests
     }
 
     [Fact]
+    public void ClientRequestQueuedBehindItsActorsLeave_IsAnsweredNotInStage_WithoutReachingTheStage()
+    {
+        using var h = new RuntimeHarness();
+        var client = h.Join(1, 9);
+        h.Stages[1].Link.Actors.Single().Link.LeaveStage();
+        var seq = client.Request("Echo", 1, [1]);
+        h.Pump();
+
+        Assert.Equal(ErrorCodes.NotInStage, client.ReplyTo(seq).ErrorCode);
+        Assert.Empty(h.Stages[1].Dispatched);
+        Assert.Empty(h.Events.Failures);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void AuthenticateThrowing_RepliesHandlerFailedDestroysTheActorAndAllowsRetry()
     {
         var throwOnce = true;

@@ -71,6 +71,7 @@ public sealed class StaleRequestSheddingTests
 
         Assert.Equal(["Block"], h.Stages[1].Dispatched);
         Assert.Equal((0L, 1L), (h.Play.Counters.RequestsExpiredInMailbox, h.Play.Counters.SendsExpiredInMailbox));
+        Assert.Equal([(nameof(ErrorCodes.RequestExpired), (string?)"Input")], h.Events.Dropped);
         Assert.Equal(framesBefore + 1, client.Received.Count);
         Assert.Equal(ErrorCodes.Success, client.Received[^1].ErrorCode);
         h.Pool.ThrowIfLeaks();
