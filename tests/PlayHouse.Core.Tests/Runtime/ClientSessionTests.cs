@@ -125,17 +125,26 @@ public sealed class ClientSessionTests
         using var h = new RuntimeHarness();
         h.CreateStage(1);
         var first = h.Join(1, accountId: 7);
+        var held = new List<Packet>();
+        h.Stages[1].OnClient = (_, _, packet) =>
+        {
+            held.Add(packet);
+            return ValueTask.CompletedTask;
+        };
+        first.Request("Held", 1, [1]);
+        h.Pump();
         var framesBefore = first.Received.Count;
-        first.Request("Queued", 1, [1]);
 
-        // The second login closes the first session while its request waits in the mailbox.
+        // The second login closes the first session while its request waits for its answer.
         var second = new FakeClient(h);
         second.Authenticate(1, accountId: 7);
         h.Pump();
+        h.Stages[1].Link.Reply(held.Single(), ErrorCodes.Success);
 
         Assert.NotNull(first.ClosedReason);
         Assert.Equal(framesBefore, first.Received.Count);
-        Assert.Contains(("reply-to-closed-session", "Queued"), h.Events.Dropped);
+        Assert.Equal(1L, h.Play.Counters.RepliesToClosedSessions);
+        Assert.Contains(("reply-to-closed-session", "Held"), h.Events.Dropped);
         h.Pool.ThrowIfLeaks();
     }
 
