@@ -147,4 +147,51 @@ public sealed class MeshRoutingTests
         Assert.Equal(0L, h.Play.Counters.CycleRequestsRefused);
         h.Pool.ThrowIfLeaks();
     }
+    [Fact]
+    public void RequestNobodyAwaits_PutsNoWaiterInTheChain_ItsHandlersOwnRequestsCarry()
+    {
+        // Stage 2 asks stage 1 with a callback (it does not wait). Stage 1's handler awaits stage 3, whose handler awaits
+        // stage 2: stage 2 waits for nobody, so this is a chain, not a cycle, and every request is answered.
+        using var h = new RuntimeHarness();
+        for (long stageId = 1; stageId <= 3; stageId++)
+        {
+            h.CreateStage(stageId);
+        }
+
+        ushort? pokeError = null;
+        var answered = new List<(long StageId, ushort ErrorCode)>();
+        h.Stages[2].OnServer = (s, packet) =>
+        {
+            if (packet.MsgId == "Start")
+            {
+                s.Link.RequestToStage(RuntimeHarness.PlayNode, 1, "Poke", Payload.Empty, response => pokeError = response.ErrorCode, Timeout);
+            }
+            else
+            {
+                s.Link.Reply(packet, ErrorCodes.Success);
+            }
+
+            return ValueTask.CompletedTask;
+        };
+        h.Stages[1].OnServer = async (s, packet) =>
+        {
+            using var response = await s.Link.RequestToStage(RuntimeHarness.PlayNode, 3, "Ask", Payload.Empty, Timeout);
+            answered.Add((1, response.ErrorCode));
+            s.Link.Reply(packet, ErrorCodes.Success);
+        };
+        h.Stages[3].OnServer = async (s, packet) =>
+        {
+            using var response = await s.Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Back", Payload.Empty, Timeout);
+            answered.Add((3, response.ErrorCode));
+            s.Link.Reply(packet, ErrorCodes.Success);
+        };
+
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 2, "Start", Payload.Empty);
+        h.Pump();
+
+        Assert.Equal([(3L, ErrorCodes.Success), (1L, ErrorCodes.Success)], answered);
+        Assert.Equal(ErrorCodes.Success, pokeError);
+        Assert.Equal(0L, h.Play.Counters.CycleRequestsRefused);
+        h.Pool.ThrowIfLeaks();
+    }
 }

@@ -199,6 +199,37 @@ public sealed class ServerNodeTests
         Assert.Equal("callback", error.ParamName);
     }
 
+    [Fact]
+    public void ReplyCallbackOfAStageThatClosedMeanwhile_NeverRuns_AndItsResponseIsReleased()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        h.CreateStage(2);
+        var held = new List<Packet>();
+        var callbackRan = false;
+        h.Stages[1].OnServer = (s, _) =>
+        {
+            s.Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Ask", Payload.Empty, _ => callbackRan = true);
+            return ValueTask.CompletedTask;
+        };
+        h.Stages[2].OnServer = (_, packet) =>
+        {
+            held.Add(packet);
+            return ValueTask.CompletedTask;
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Start", Payload.Empty);
+        h.Pump();
+        h.Play.CloseStage(1);
+        h.Pump();
+
+        h.Stages[2].Link.Reply(held.Single(), "Answer", h.Bytes(7, 7));
+        h.Pump();
+
+        Assert.False(callbackRan);
+        Assert.False(h.Play.HasStage(1));
+        h.Pool.ThrowIfLeaks();
+    }
+
     /// <summary>A mesh whose send queue towards every server is at its cap.</summary>
     private sealed class FullMesh : IMeshTransport
     {
