@@ -148,7 +148,7 @@ public sealed class MeshRoutingTests
         h.Pool.ThrowIfLeaks();
     }
     [Fact]
-    public void RequestNobodyAwaits_PutsNoWaiterInTheChain_ItsHandlersOwnRequestsCarry()
+    public void ChainStartedByARequestNobodyAwaits_RunsToItsEnd_WithoutACycleRefusal()
     {
         // Stage 2 asks stage 1 with a callback (it does not wait). Stage 1's handler awaits stage 3, whose handler awaits
         // stage 2: stage 2 waits for nobody, so this is a chain, not a cycle, and every request is answered.
