@@ -230,6 +230,23 @@ public sealed class ServerNodeTests
         h.Pool.ThrowIfLeaks();
     }
 
+    [Fact]
+    public void Dispose_FailsWhatStillWaitsWithServerStopping_AndDisarmsTheRequestTimer()
+    {
+        using var h = new RuntimeHarness(new ServerOptions { DefaultStageType = RuntimeHarness.StageType, IdleStageCloseAfter = null });
+        h.CreateStage(1);
+        h.Stages[1].OnServer = (_, _) => ValueTask.CompletedTask;
+        var pending = h.Api.RequestToStage(RuntimeHarness.PlayNode, 1, "Held", Payload.Empty);
+        h.Pump();
+        var armedBefore = h.Clock.ArmedTimerCount;
+
+        h.Api.Dispose();
+
+        using var response = RuntimeHarness.Completed(pending);
+        Assert.Equal(ErrorCodes.ServerStopping, response.ErrorCode);
+        Assert.Equal((1, 0), (armedBefore, h.Clock.ArmedTimerCount));
+    }
+
     /// <summary>A mesh whose send queue towards every server is at its cap.</summary>
     private sealed class FullMesh : IMeshTransport
     {
