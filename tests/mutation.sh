@@ -31,6 +31,9 @@ collections|tests/PlayHouse.Core.Tests|stryker-collections.json
 seams|tests/PlayHouse.Core.Tests|stryker-seams.json
 pooling|tests/PlayHouse.Core.Tests|stryker-pooling.json
 transport|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport.json
+transport-session|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-session.json
+transport-stream|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-stream.json
+transport-listener|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-listener.json
 hosting|tests/PlayHouse.Hosting.Tests|stryker-hosting.json
 network|tests/PlayHouse.Simulation.Tests|stryker-network.json
 clients|tests/PlayHouse.Simulation.Tests|stryker-clients.json
