@@ -53,7 +53,7 @@ config_of() { grep "^$1|" <<<"$targets" | cut -d'|' -f3; }
 list() {
   local name
   for name in $names; do
-    printf '%-15s %-58s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
+    printf '%-18s %-66s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
       "$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["stryker-config"]["mutate"]))' "$(dir_of "$name")/$(config_of "$name")")"
   done
 }
