@@ -33,6 +33,9 @@ collections|tests/PlayHouse.Core.Tests|stryker-collections.json
 seams|tests/PlayHouse.Core.Tests|stryker-seams.json
 pooling|tests/PlayHouse.Core.Tests|stryker-pooling.json
 transport|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport.json
+transport-session|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-session.json
+transport-stream|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-stream.json
+transport-listener|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-listener.json
 hosting|tests/PlayHouse.Hosting.Tests|stryker-hosting.json
 network|tests/PlayHouse.Simulation.Tests|stryker-network.json
 clients|tests/PlayHouse.Simulation.Tests|stryker-clients.json
@@ -52,7 +55,7 @@ config_of() { grep "^$1|" <<<"$targets" | cut -d'|' -f3; }
 list() {
   local name
   for name in $names; do
-    printf '%-15s %-58s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
+    printf '%-18s %-66s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
       "$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["stryker-config"]["mutate"]))' "$(dir_of "$name")/$(config_of "$name")")"
   done
 }
