@@ -9,7 +9,7 @@ namespace PlayHouse.Core.Tests.Runtime;
 /// The stage host's own promises, apart from what its turn and parts do: what the observer hears of each post, the
 /// mailbox's high-water mark, one scheduled turn at a time whatever mix of posts arrives, one destroy step however
 /// often a close is asked for, the quiet close the registry uses, the clock reading a reply is judged at, and the
-/// link's argument checks.
+/// link's argument checks; and what a turn tells the observer of the handlers it runs.
 /// </summary>
 public sealed class StageHostTests
 {
@@ -335,6 +335,61 @@ public sealed class StageHostTests
         Assert.Empty(h.Events.Failures);
     }
 
+    [Fact]
+    public void HandlerThatAwaits_IsEnteredAgainForItsContinuation_AndItsMessageCompletesOnce()
+    {
+        var hooks = new PostRecorder();
+        using var node = new ObservedNode(hooks);
+        var gate = new TaskCompletionSource();
+        node.Stage.OnClient = async (stage, _, packet) =>
+        {
+            await gate.Task;
+            stage.Link.Reply(packet, ErrorCodes.Success);
+        };
+        var client = node.Join(accountId: 7);
+        hooks.Entered.Clear();
+        hooks.Completed.Clear();
+        var exitedBefore = hooks.Exited;
+        var seq = client.Request("Wait");
+        node.Executor.RunUntilIdle();
+        var beforeTheContinuation = (hooks.Entered.Count, hooks.Exited - exitedBefore, hooks.Completed.Count);
+
+        gate.SetResult();
+        node.Executor.RunUntilIdle();
+
+        // The message completes when its handler's task does, not when the handler first yields.
+        Assert.Equal((1, 1, 0), beforeTheContinuation);
+        Assert.Equal(["Wait", "Wait"], hooks.Entered);
+        Assert.Equal(2, hooks.Exited - exitedBefore);
+        Assert.Equal(["Wait"], hooks.Completed);
+        Assert.Equal(ErrorCodes.Success, client.ReplyTo(seq));
+    }
+
+    [Fact]
+    public void ReplyCallback_HearsTheRepliersMsgId_AndErrorCode()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        h.CreateStage(2);
+        h.Stages[2].OnServer = (stage, packet) =>
+        {
+            stage.Link.Reply(packet, "Pong", Payload.Empty, ErrorCodes.Success);
+            return ValueTask.CompletedTask;
+        };
+        Response? heard = null;
+        h.Stages[1].OnServer = (stage, _) =>
+        {
+            stage.Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Ping", Payload.Empty, response => heard = response);
+            return ValueTask.CompletedTask;
+        };
+
+        h.Stages[2].Link.SendToStage(RuntimeHarness.PlayNode, 1, "Start", Payload.Empty);
+        h.Pump();
+
+        Assert.NotNull(heard);
+        Assert.Equal(("Pong", ErrorCodes.Success), (heard.Value.MsgId, heard.Value.ErrorCode));
+    }
+
     private static List<Packet> HoldServerRequests(RuntimeHarness h, long stageId)
     {
         var held = new List<Packet>();
@@ -346,7 +401,7 @@ public sealed class StageHostTests
         return held;
     }
 
-    /// <summary>Records each mailbox post and lifecycle event the node reports. Invariant: entries in report order; one thread.</summary>
+    /// <summary>Records each mailbox post, lifecycle event and handler hook the node reports. Invariant: entries in report order; one thread.</summary>
     private sealed class PostRecorder : RuntimeObserver
     {
         public List<(long StageId, int Length, int External)> Posts { get; } = [];
@@ -358,6 +413,18 @@ public sealed class StageHostTests
 
         public override void OnLifecycle(string nodeId, long stageId, long actorInstance, long accountId, LifecycleEvent lifecycleEvent) =>
             Lifecycle.Add((actorInstance, accountId, lifecycleEvent));
+
+        public List<string?> Entered { get; } = [];
+
+        public int Exited { get; private set; }
+
+        public List<string?> Completed { get; } = [];
+
+        public override void OnHandlerEntered(string nodeId, long stageId, StageWorkKind kind, string? msgId) => Entered.Add(msgId);
+
+        public override void OnHandlerExited(string nodeId, long stageId) => Exited++;
+
+        public override void OnMessageCompleted(string nodeId, long stageId, StageWorkKind kind, string? msgId) => Completed.Add(msgId);
     }
 
     /// <summary>Addresses replies as the standard node does, recording each request it addressed. Invariant: one entry per reply; one thread.</summary>
