@@ -390,6 +390,63 @@ public sealed class StageHostTests
         Assert.Equal(("Pong", ErrorCodes.Success), (heard.Value.MsgId, heard.Value.ErrorCode));
     }
 
+    [Fact]
+    public void JoinQueuedBehindTheStagesDestroy_IsRefusedStageNotFound()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var gate = HoldTheMailbox(h, 1);
+        h.Stages[1].Link.CloseStage();
+        var late = new FakeClient(h);
+        var seq = late.Authenticate(1, 8);
+        h.Pump();
+        var beforeTheDestroy = late.Received.Count;
+
+        gate.SetResult();
+        h.Pump();
+
+        Assert.Equal(0, beforeTheDestroy);
+        Assert.Equal(ErrorCodes.StageNotFound, late.ReplyTo(seq).ErrorCode);
+        Assert.DoesNotContain(h.Stages[1].Callbacks, c => c.StartsWith("OnJoinStage", StringComparison.Ordinal));
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void ReplyCallbackQueuedBehindTheStagesDestroy_StillRunsOnce_WithTheReply()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        h.CreateStage(2);
+        h.Stages[2].OnServer = (stage, packet) =>
+        {
+            stage.Link.Reply(packet, "Pong", Payload.Empty, ErrorCodes.Success);
+            return ValueTask.CompletedTask;
+        };
+        var gate = HoldTheMailbox(h, 1);
+        h.Stages[1].Link.CloseStage();
+        var heard = new List<(string MsgId, ushort ErrorCode)>();
+        h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Ping", Payload.Empty, response => heard.Add((response.MsgId, response.ErrorCode)));
+        h.Pump();
+        var beforeTheDestroy = heard.Count;
+
+        gate.SetResult();
+        h.Pump();
+
+        Assert.Equal(0, beforeTheDestroy);
+        Assert.Equal([("Pong", ErrorCodes.Success)], heard);
+        Assert.True(((StageHost)h.Stages[1].Link).IsClosed);
+    }
+
+    /// <summary>Starts a handler on the stage that waits for the returned gate, so what is posted meanwhile stays queued.</summary>
+    private static TaskCompletionSource HoldTheMailbox(RuntimeHarness h, long stageId)
+    {
+        var gate = new TaskCompletionSource();
+        h.Stages[stageId].OnServer = async (_, _) => await gate.Task;
+        h.Stages[stageId].Link.SendToStage(RuntimeHarness.PlayNode, stageId, "Hold", Payload.Empty);
+        h.Pump();
+        return gate;
+    }
+
     private static List<Packet> HoldServerRequests(RuntimeHarness h, long stageId)
     {
         var held = new List<Packet>();
