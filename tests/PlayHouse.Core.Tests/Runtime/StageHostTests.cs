@@ -282,7 +282,7 @@ public sealed class StageHostTests
     }
 
     [Fact]
-    public void ReplacedReplyAddressing_PicksTheAddressOfAStagesReply()
+    public void ReplacedReplyAddressing_HearsEachRequestAHandlerStartsOn_AndPicksTheAddressOfItsReply()
     {
         var addressing = new RecordingAddressing();
         using var node = new ObservedNode(RuntimeObserver.None, parts: NodeParts.Standard with { ReplyAddressing = _ => addressing });
@@ -292,6 +292,7 @@ public sealed class StageHostTests
         node.Executor.RunUntilIdle();
 
         Assert.Equal(["Echo"], addressing.Addressed);
+        Assert.Equal(["Echo"], addressing.Dispatched.Where(id => id != node.Play.Options.AuthenticateMsgId));
         Assert.Equal(ErrorCodes.Success, client.ReplyTo(seq));
     }
 
@@ -484,14 +485,14 @@ public sealed class StageHostTests
         public override void OnMessageCompleted(string nodeId, long stageId, StageWorkKind kind, string? msgId) => Completed.Add(msgId);
     }
 
-    /// <summary>Addresses replies as the standard node does, recording each request it addressed. Invariant: one entry per reply; one thread.</summary>
+    /// <summary>Addresses replies as the standard node does, recording each request a handler started on and each it addressed. Invariant: one entry per call; one thread.</summary>
     private sealed class RecordingAddressing : IReplyAddressing
     {
         public List<string> Addressed { get; } = [];
 
-        public void OnRequestDispatched(in ReplyToken token)
-        {
-        }
+        public List<string> Dispatched { get; } = [];
+
+        public void OnRequestDispatched(in ReplyToken token) => Dispatched.Add(token.RequestMsgId);
 
         public ReplyToken AddressOf(in Packet request)
         {
