@@ -229,15 +229,7 @@ public sealed class StageHostTests
     public void ReplyOutsideATurn_IsJudgedAtAFreshClockReading_EachTime()
     {
         using var h = new RuntimeHarness();
-        h.CreateStage(1);
-        h.CreateStage(2);
-        var held = HoldServerRequests(h, 2);
-        var start = h.Clock.NowTicks;
-        _ = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "First", Payload.Empty, Timeout);
-        h.Pump();
-        h.Clock.AdvanceTo(start + TimeSpan.FromSeconds(10).Ticks);
-        _ = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Second", Payload.Empty, Timeout);
-        h.Pump();
+        var (held, start) = HoldTwoRequestsDueAt30And40Seconds(h);
 
         // Past the first deadline (30 s), before the second (40 s); then past the second. No turn of stage 2 runs between.
         h.Clock.AdvanceTo(start + TimeSpan.FromSeconds(35).Ticks);
@@ -254,15 +246,7 @@ public sealed class StageHostTests
     public void RepliesWithinOneTurn_AreJudgedAtTheTurnsFirstClockReading()
     {
         using var h = new RuntimeHarness();
-        h.CreateStage(1);
-        h.CreateStage(2);
-        var held = HoldServerRequests(h, 2);
-        var start = h.Clock.NowTicks;
-        _ = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "First", Payload.Empty, Timeout);
-        h.Pump();
-        h.Clock.AdvanceTo(start + TimeSpan.FromSeconds(10).Ticks);
-        _ = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Second", Payload.Empty, Timeout);
-        h.Pump();
+        var (held, start) = HoldTwoRequestsDueAt30And40Seconds(h);
         h.Clock.AdvanceTo(start + TimeSpan.FromSeconds(35).Ticks);
 
         // One turn answers both: the first reply reads the clock at 35 s (past the first deadline); the clock then moves
@@ -448,15 +432,24 @@ public sealed class StageHostTests
         return gate;
     }
 
-    private static List<Packet> HoldServerRequests(RuntimeHarness h, long stageId)
+    /// <summary>Stage 2 holds two requests of stage 1's, sent at 0 s and 10 s with a 30 s timeout: due at 30 s and 40 s.</summary>
+    private static (List<Packet> Held, long Start) HoldTwoRequestsDueAt30And40Seconds(RuntimeHarness h)
     {
+        h.CreateStage(1);
+        h.CreateStage(2);
         var held = new List<Packet>();
-        h.Stages[stageId].OnServer = (_, packet) =>
+        h.Stages[2].OnServer = (_, packet) =>
         {
             held.Add(packet);
             return ValueTask.CompletedTask;
         };
-        return held;
+        var start = h.Clock.NowTicks;
+        _ = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "First", Payload.Empty, Timeout);
+        h.Pump();
+        h.Clock.AdvanceTo(start + TimeSpan.FromSeconds(10).Ticks);
+        _ = h.Stages[1].Link.RequestToStage(RuntimeHarness.PlayNode, 2, "Second", Payload.Empty, Timeout);
+        h.Pump();
+        return (held, start);
     }
 
     /// <summary>Records each mailbox post, lifecycle event and handler hook the node reports. Invariant: entries in report order; one thread.</summary>
