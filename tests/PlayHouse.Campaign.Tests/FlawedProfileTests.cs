@@ -61,6 +61,20 @@ public sealed class FlawedProfileTests
     }
 
     [Fact]
+    public async Task SecondCopyOfAnEchoReply_IsReportedWithTheEchoItCarries_SoTheFindingNamesTheRequestItAnswered()
+    {
+        var echoes = Schedule(durationMs: 200, requestTimeoutMs: 2000, stages: 1, Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 8)));
+        await using var flawed = await InProcessTarget.StartAsync("duplicate-reply:2");
+        await using var session = Session(flawed.Target);
+
+        var report = await RunAsync(session, Replaying(echoes, reruns: 0, shrink: false));
+
+        var copies = report.Runs.Single().Ledger.Findings.Where(f => f.Checker == Checkers.ExactlyOnceReply && f.Detail.Contains("a second reply EchoReply", StringComparison.Ordinal)).ToList();
+        Assert.NotEmpty(copies);
+        Assert.All(copies, f => Assert.Matches(@"which already had its reply \(it echoes '[^']+' sequence -?\d+;", f.Detail));
+    }
+
+    [Fact]
     public async Task LeakPerConnection_IsCaughtFromProc_WhileTheCorrectServerStaysWithinBounds()
     {
         await using (var flawed = await ChildTarget.StartAsync("leak-per-connection"))
