@@ -25,12 +25,17 @@ runtime-turn|tests/PlayHouse.Core.Tests|stryker-runtime-turn.json
 runtime-host|tests/PlayHouse.Core.Tests|stryker-runtime-host.json
 runtime-stage|tests/PlayHouse.Core.Tests|stryker-runtime-stage.json
 runtime-server|tests/PlayHouse.Core.Tests|stryker-runtime-server.json
+runtime-ledgers|tests/PlayHouse.Core.Tests|stryker-runtime-ledgers.json
+runtime-rest|tests/PlayHouse.Core.Tests|stryker-runtime-rest.json
 codec|tests/PlayHouse.Core.Tests|stryker-codec.json
 mesh|tests/PlayHouse.Core.Tests|stryker-mesh.json
 collections|tests/PlayHouse.Core.Tests|stryker-collections.json
 seams|tests/PlayHouse.Core.Tests|stryker-seams.json
 pooling|tests/PlayHouse.Core.Tests|stryker-pooling.json
 transport|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport.json
+transport-session|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-session.json
+transport-stream|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-stream.json
+transport-listener|tests/PlayHouse.Transport.Tcp.Tests|stryker-transport-listener.json
 hosting|tests/PlayHouse.Hosting.Tests|stryker-hosting.json
 network|tests/PlayHouse.Simulation.Tests|stryker-network.json
 clients|tests/PlayHouse.Simulation.Tests|stryker-clients.json
@@ -50,7 +55,7 @@ config_of() { grep "^$1|" <<<"$targets" | cut -d'|' -f3; }
 list() {
   local name
   for name in $names; do
-    printf '%-15s %-58s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
+    printf '%-18s %-66s %s\n' "$name" "$(dir_of "$name")/$(config_of "$name")" \
       "$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["stryker-config"]["mutate"]))' "$(dir_of "$name")/$(config_of "$name")")"
   done
 }

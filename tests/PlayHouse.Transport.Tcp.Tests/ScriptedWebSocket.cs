@@ -9,13 +9,13 @@ namespace PlayHouse.Transport.Tcp.Tests;
 /// <summary>
 /// A WebSocket whose other end is the test: it hands the session the bytes the test feeds (no more than each receive
 /// buffer holds), records every message the session sends, can hold sends unfinished (a client that does not read), and
-/// answers the session's close only when told to. Each completion runs on the test's thread, inside the call that
+/// answers the session's close only when told to (<see cref="AnswersClose"/>). Each completion runs on the test's thread, inside the call that
 /// causes it, so a session served over it moves only when the test moves it.
 /// </summary>
 /// <remarks>Not thread-safe: one test thread drives it, as the listener's session drives the other side.</remarks>
 internal sealed class ScriptedWebSocket : WebSocket
 {
-    private readonly Queue<byte[]> _incoming = new();
+    private readonly Queue<(byte[] Bytes, WebSocketMessageType Type)> _incoming = new();
     private readonly List<TaskCompletionSource> _heldSends = [];
     private TaskCompletionSource<ValueWebSocketReceiveResult>? _pendingReceive;
     private Memory<byte> _pendingBuffer;
@@ -30,6 +30,9 @@ internal sealed class ScriptedWebSocket : WebSocket
     /// <summary>While true, each send stays unfinished until <see cref="CompleteHeldSends"/>.</summary>
     public bool HoldSends { get; set; }
 
+    /// <summary>While true, the client answers the session's close message at once, as a well-behaved client does.</summary>
+    public bool AnswersClose { get; set; }
+
     public bool CloseOutputSent { get; private set; }
 
     public bool Aborted { get; private set; }
@@ -43,9 +46,12 @@ internal sealed class ScriptedWebSocket : WebSocket
     public override string? SubProtocol => null;
 
     /// <summary>Bytes from the client, handed to the session over as many receives as its buffer needs.</summary>
-    public void Feed(byte[] bytes)
+    public void Feed(byte[] bytes) => Feed(bytes, WebSocketMessageType.Binary);
+
+    /// <summary>One message of the given type from the client (a close message carries no bytes).</summary>
+    public void Feed(byte[] bytes, WebSocketMessageType type)
     {
-        _incoming.Enqueue(bytes);
+        _incoming.Enqueue((bytes, type));
         DeliverPending();
     }
 
@@ -97,9 +103,15 @@ internal sealed class ScriptedWebSocket : WebSocket
 
     public override Task CloseOutputAsync(WebSocketCloseStatus closeStatus, string? statusDescription, CancellationToken cancellationToken)
     {
-        // The close is sent; the client's answer never comes, so the session's grace period decides.
+        // The close is sent; unless the client answers it, the session's grace period decides.
         CloseOutputSent = true;
         _state = WebSocketState.CloseSent;
+        if (AnswersClose)
+        {
+            _state = WebSocketState.Closed;
+            Feed([], WebSocketMessageType.Close);
+        }
+
         return Task.CompletedTask;
     }
 
@@ -147,7 +159,7 @@ internal sealed class ScriptedWebSocket : WebSocket
 
     private ValueWebSocketReceiveResult Take(Memory<byte> buffer)
     {
-        var next = _incoming.Dequeue();
+        var (next, type) = _incoming.Dequeue();
         var count = Math.Min(next.Length, buffer.Length);
         next.AsSpan(0, count).CopyTo(buffer.Span);
         if (count < next.Length)
@@ -156,11 +168,11 @@ internal sealed class ScriptedWebSocket : WebSocket
             var rest = next[count..];
             var later = _incoming.ToList();
             _incoming.Clear();
-            _incoming.Enqueue(rest);
+            _incoming.Enqueue((rest, type));
             later.ForEach(_incoming.Enqueue);
         }
 
-        return new ValueWebSocketReceiveResult(count, WebSocketMessageType.Binary, endOfMessage: true);
+        return new ValueWebSocketReceiveResult(count, type, endOfMessage: true);
     }
 }
 
