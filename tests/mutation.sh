@@ -25,6 +25,8 @@ runtime-turn|tests/PlayHouse.Core.Tests|stryker-runtime-turn.json
 runtime-host|tests/PlayHouse.Core.Tests|stryker-runtime-host.json
 runtime-stage|tests/PlayHouse.Core.Tests|stryker-runtime-stage.json
 runtime-server|tests/PlayHouse.Core.Tests|stryker-runtime-server.json
+runtime-ledgers|tests/PlayHouse.Core.Tests|stryker-runtime-ledgers.json
+runtime-rest|tests/PlayHouse.Core.Tests|stryker-runtime-rest.json
 codec|tests/PlayHouse.Core.Tests|stryker-codec.json
 mesh|tests/PlayHouse.Core.Tests|stryker-mesh.json
 collections|tests/PlayHouse.Core.Tests|stryker-collections.json

@@ -15,13 +15,13 @@ internal sealed class RuntimeHarness : IDisposable
     public const string ApiNode = "api-1";
     public const string StageType = "room";
 
-    public RuntimeHarness(ServerOptions? options = null, Func<IStageLink, IStage>? stageFactory = null, Func<IActorLink, IActor>? actorFactory = null)
+    public RuntimeHarness(ServerOptions? options = null, Func<IStageLink, IStage>? stageFactory = null, Func<IActorLink, IActor>? actorFactory = null, NodeParts? parts = null)
     {
         Executor = new ManualExecutor();
         Clock = new ManualTimeProvider();
         Pool = new MessagePool(new MessagePoolOptions { CheckedMode = true });
         Events = new LifecycleRecorder();
-        var seams = new NodeSeams(Clock, Executor, new Xoshiro256StarStar(42), Pool) { Observer = Events };
+        var seams = new NodeSeams(Clock, Executor, new Xoshiro256StarStar(42), Pool) { Observer = Events, Parts = parts ?? NodeParts.Standard };
         var serverOptions = options ?? new ServerOptions { DefaultStageType = StageType };
         Play = new PlayServer(PlayNode, seams, serverOptions);
         Api = new ApiServer(ApiNode, seams, serverOptions);
