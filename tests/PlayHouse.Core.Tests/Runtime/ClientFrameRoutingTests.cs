@@ -108,6 +108,7 @@ public sealed class ClientFrameRoutingTests
         var received = h.Clock.GetTimestamp();
         h.Play.OnClientFrame(client.SessionId, "Ask", 10, 1, h.Bytes(1), received, batch);
         h.Play.OnClientFrame(client.SessionId, "Tell", 0, 1, h.Bytes(2), received, batch);
+        h.Play.OnClientFrame(client.SessionId, "AskAgain", 11, 1, h.Bytes(3), received, batch);
         h.Play.CloseStage(1);
         h.Pump();
 
@@ -116,12 +117,12 @@ public sealed class ClientFrameRoutingTests
         h.Play.FlushClientFrames(batch);
         h.Pump();
 
-        Assert.Equal(ErrorCodes.StageNotFound, client.ReplyTo(10).ErrorCode);
+        Assert.Equal((ErrorCodes.StageNotFound, ErrorCodes.StageNotFound), (client.ReplyTo(10).ErrorCode, client.ReplyTo(11).ErrorCode));
         var counters = h.Play.Counters;
-        Assert.Equal((1L, 1L, 0L, 0L), (counters.UnknownStageRequests, counters.UnknownStageSends, counters.MailboxRefused, counters.SecondReplyAttempts));
-        Assert.Equal(1L, counters.RepliesAfterExpiry);
+        Assert.Equal((2L, 1L, 0L, 0L), (counters.UnknownStageRequests, counters.UnknownStageSends, counters.MailboxRefused, counters.SecondReplyAttempts));
+        Assert.Equal(2L, counters.RepliesAfterExpiry);
         var stageNotFound = ErrorCodes.Describe(ErrorCodes.StageNotFound);
-        Assert.Equal([(stageNotFound, "Ask"), (stageNotFound, "Tell")], h.Events.Dropped.Where(d => d.Reason == stageNotFound));
+        Assert.Equal([(stageNotFound, "Ask"), (stageNotFound, "Tell"), (stageNotFound, "AskAgain")], h.Events.Dropped.Where(d => d.Reason == stageNotFound));
         h.Pool.ThrowIfLeaks();
     }
 
@@ -178,6 +179,9 @@ public sealed class ClientFrameRoutingTests
         using var h = new RuntimeHarness();
         h.CreateStage(1);
         var client = h.Join(1, accountId: 7);
+
+        // Away from the clock's zero, where a stale-at of "now" would read as "never".
+        h.Clock.AdvanceTo(TimeSpan.FromSeconds(1).Ticks);
         var batch = new ClientFrameBatch();
         h.Play.OnClientFrame(client.SessionId, "Patient", 10, 1, h.Bytes(1), h.Clock.GetTimestamp(), batch);
         h.Play.FlushClientFrames(batch);
@@ -252,12 +256,14 @@ public sealed class ClientFrameRoutingTests
         var late = new FakeClient(h);
         var refused = late.Authenticate(1, accountId: 8);
         h.Pump();
+        var actorsCreatedAfterTheRefusal = h.Events.Lifecycle.Count(e => e.Event == LifecycleEvent.ActorCreate);
         h.Stages[1].Link.Reply(held.Single(), ErrorCodes.Success);
         var retried = late.Authenticate(1, accountId: 8);
         h.Pump();
 
         Assert.Equal((ErrorCodes.TooManyUnansweredRequests, ErrorCodes.Success), (late.ReplyTo(refused).ErrorCode, late.ReplyTo(retried).ErrorCode));
         Assert.Contains((nameof(ErrorCodes.TooManyUnansweredRequests), h.Play.Options.AuthenticateMsgId), h.Events.Dropped);
+        Assert.Equal(1, actorsCreatedAfterTheRefusal);
         Assert.Equal(2, h.Play.ActorCount);
         h.Pool.ThrowIfLeaks();
     }

@@ -48,6 +48,21 @@ public sealed class MeshRoutingTests
     }
 
     [Fact]
+    public void CreateOfAnUnknownStageType_IsAnsweredUnknownStageType_Once_AndItsPayloadReleased()
+    {
+        using var h = new RuntimeHarness();
+
+        var task = h.Api.CreateStage(RuntimeHarness.PlayNode, "no-such-type", 1, "create", h.Bytes(1, 2));
+        h.Pump();
+
+        using var response = RuntimeHarness.Completed(task);
+        Assert.Equal(ErrorCodes.UnknownStageType, response.ErrorCode);
+        Assert.Equal((0L, 0L), (h.Play.Counters.SecondReplyAttempts, h.Api.Counters.DuplicateReplies));
+        Assert.False(h.Play.HasStage(1));
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void SystemMessageWithAnUnknownOperation_IsAnsweredHandlerNotFound_AndCounted()
     {
         using var h = new RuntimeHarness();

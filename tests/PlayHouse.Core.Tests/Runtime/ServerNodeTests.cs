@@ -247,6 +247,24 @@ public sealed class ServerNodeTests
         Assert.Equal((1, 0), (armedBefore, h.Clock.ArmedTimerCount));
     }
 
+    [Fact]
+    public void IssuedRequest_IsReportedToTheObserver_WithItsSeqAndTarget()
+    {
+        var observer = new IssuedRecorder();
+        var executor = new ManualExecutor();
+        var seams = new NodeSeams(new ManualTimeProvider(), executor, new Xoshiro256StarStar(1), new MessagePool(new MessagePoolOptions())) { Observer = observer };
+        using var api = new ApiServer(RuntimeHarness.ApiNode, seams);
+        using var play = new PlayServer(RuntimeHarness.PlayNode, seams);
+        new InProcessMesh(executor).Join(play).Join(api);
+
+        var task = api.RequestToStage(RuntimeHarness.PlayNode, 5, "Ask", Payload.Empty);
+        executor.RunUntilIdle();
+
+        using var response = RuntimeHarness.Completed(task);
+        Assert.Equal([(RuntimeHarness.ApiNode, 1UL, RuntimeHarness.PlayNode, 5L, "Ask")], observer.Issued);
+        Assert.Equal(ErrorCodes.StageNotFound, response.ErrorCode);
+    }
+
     /// <summary>A mesh whose send queue towards every server is at its cap.</summary>
     private sealed class FullMesh : IMeshTransport
     {
@@ -257,5 +275,14 @@ public sealed class ServerNodeTests
             message.Payload.DisposeIfOwner();
             return MeshSendResult.QueueFull;
         }
+    }
+
+    /// <summary>Records the requests the nodes report issued.</summary>
+    private sealed class IssuedRecorder : RuntimeObserver
+    {
+        public List<(string NodeId, ulong MsgSeq, string TargetNodeId, long TargetStageId, string MsgId)> Issued { get; } = [];
+
+        public override void OnRequestIssued(string nodeId, ulong msgSeq, string targetNodeId, long targetStageId, string msgId) =>
+            Issued.Add((nodeId, msgSeq, targetNodeId, targetStageId, msgId));
     }
 }

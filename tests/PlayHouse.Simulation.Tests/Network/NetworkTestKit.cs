@@ -1,3 +1,4 @@
+using System.Buffers;
 using PlayHouse.Core.Seams;
 using PlayHouse.Simulation.Network;
 
@@ -12,11 +13,11 @@ internal sealed class NetworkHarness
     private readonly StringWriter _trace = new();
     private readonly Dictionary<SimConnection, StreamProbe> _probes = [];
 
-    public NetworkHarness(ulong seed, PathOptions? defaults = null, SimWorldOptions? worldOptions = null)
+    public NetworkHarness(ulong seed, PathOptions? defaults = null, SimWorldOptions? worldOptions = null, ArrayPool<byte>? streamStores = null)
     {
         World = new SimWorld(seed, worldOptions);
         World.Trace.Attach(_trace);
-        Network = new SimNetwork(World, World.CreateRandom(), defaults ?? NoFaults);
+        Network = new SimNetwork(World, World.CreateRandom(), defaults ?? NoFaults, streamStores);
     }
 
     /// <summary>A harness on <paramref name="options"/> with one connection from "client" to "server", accepted.</summary>
