@@ -29,7 +29,14 @@ internal class ScriptedStage(IStageLink link) : IStage
         return OnCreateScript?.Invoke(packet) ?? ValueTask.FromResult(CreateResult.Success());
     }
 
-    public ValueTask OnPostCreate() => ValueTask.CompletedTask;
+    /// <summary>How many times the stage's own <see cref="OnPostCreate"/> and <see cref="OnDestroy"/> ran.</summary>
+    public (int PostCreates, int Destroys) StageCallbacks { get; private set; }
+
+    public ValueTask OnPostCreate()
+    {
+        StageCallbacks = StageCallbacks with { PostCreates = StageCallbacks.PostCreates + 1 };
+        return ValueTask.CompletedTask;
+    }
 
     public ValueTask<bool> OnJoinStage(IActor actor)
     {
@@ -81,7 +88,11 @@ internal class ScriptedStage(IStageLink link) : IStage
         return ValueTask.CompletedTask;
     }
 
-    public ValueTask OnDestroy() => ValueTask.CompletedTask;
+    public ValueTask OnDestroy()
+    {
+        StageCallbacks = StageCallbacks with { Destroys = StageCallbacks.Destroys + 1 };
+        return ValueTask.CompletedTask;
+    }
 }
 
 /// <summary>An actor whose account id is the 8-byte payload of the authenticate packet; account 0 is refused.</summary>

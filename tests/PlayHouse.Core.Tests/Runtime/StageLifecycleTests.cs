@@ -30,6 +30,35 @@ public sealed class StageLifecycleTests
     }
 
     [Fact]
+    public void CreatedStage_RunsItsOwnOnPostCreateOnce_AndItsOwnOnDestroyOnceWhenClosed()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(7);
+        var stage = h.Stages[7];
+        var afterCreate = stage.StageCallbacks;
+        stage.Link.CloseStage();
+        h.Pump();
+
+        Assert.Equal((1, 0), afterCreate);
+        Assert.Equal((1, 1), stage.StageCallbacks);
+    }
+
+    [Theory]
+    [InlineData(ErrorCodes.StageFull, ErrorCodes.StageFull)]
+    [InlineData(ErrorCodes.Success, ErrorCodes.CreateStageFailed)]
+    public void RefusedCreate_RepliesTheStagesOwnCode_OrCreateStageFailedWhenItNamesSuccess(ushort refusedWith, ushort replied)
+    {
+        using var h = new RuntimeHarness();
+        h.ConfigureStage = s => s.OnCreateScript = _ => ValueTask.FromResult(CreateResult.Refuse(refusedWith));
+
+        var created = h.CreateStage(4);
+
+        Assert.Equal(replied, created.ErrorCode);
+        Assert.Equal((0, 0), h.Stages[4].StageCallbacks);
+        Assert.False(h.Play.HasStage(4));
+    }
+
+    [Fact]
     public void ConcurrentFirstJoins_CreateTheStageExactlyOnce()
     {
         using var h = new RuntimeHarness();
