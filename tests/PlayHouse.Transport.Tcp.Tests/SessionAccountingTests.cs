@@ -12,7 +12,6 @@ namespace PlayHouse.Transport.Tcp.Tests;
 public sealed class SessionAccountingTests
 {
     private static readonly TimeSpan Limit = TimeSpan.FromSeconds(4);
-    private static readonly TimeSpan Long = TimeSpan.FromDays(1);
 
     [Fact]
     public void IdleTimeout_NamesTheSilenceAndTheLimit_InTheCloseDetail()
@@ -159,20 +158,8 @@ public sealed class SessionAccountingTests
     }
 
     /// <summary>Transport options whose time limits stay out of the way of the one a test sets.</summary>
-    private static TcpTransportOptions Options() => new()
-    {
-        IdleTimeout = Long,
-        FrameTimeout = Long,
-        SlowReaderTimeout = Long,
-        SweepInterval = TimeSpan.FromSeconds(1),
-        BatchSends = false,
-    };
+    private static TcpTransportOptions Options() => TransportLimitTests.Options();
 
     /// <summary>A heartbeat frame (answered before authentication, so any session takes it) with a payload of zeros.</summary>
-    private static byte[] Heartbeat(int payloadBytes)
-    {
-        var frame = new byte[ClientFrameEncoder.GetEncodedLength(WireProtocol.HeartbeatMsgId, payloadBytes)];
-        ClientFrameEncoder.Encode(frame, WireProtocol.HeartbeatMsgId, 1, 0, new byte[payloadBytes]);
-        return frame;
-    }
+    private static byte[] Heartbeat(int payloadBytes) => TransportLimitTests.ClientFrame(payloadBytes);
 }

@@ -340,7 +340,7 @@ public sealed class TransportLimitTests
     }
 
     /// <summary>Transport options whose time limits stay out of the way of the one a test sets.</summary>
-    private static TcpTransportOptions Options() => new()
+    internal static TcpTransportOptions Options() => new()
     {
         IdleTimeout = Long,
         FrameTimeout = Long,
@@ -350,7 +350,7 @@ public sealed class TransportLimitTests
     };
 
     /// <summary>A heartbeat frame (answered before authentication, so any session takes it) with a payload of zeros.</summary>
-    private static byte[] ClientFrame(int payloadBytes)
+    internal static byte[] ClientFrame(int payloadBytes)
     {
         var frame = new byte[ClientFrameEncoder.GetEncodedLength(WireProtocol.HeartbeatMsgId, payloadBytes)];
         ClientFrameEncoder.Encode(frame, WireProtocol.HeartbeatMsgId, 1, 0, new byte[payloadBytes]);
