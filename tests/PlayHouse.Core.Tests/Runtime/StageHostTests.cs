@@ -354,13 +354,7 @@ public sealed class StageHostTests
     public void ReplyCallback_HearsTheRepliersMsgId_AndErrorCode()
     {
         using var h = new RuntimeHarness();
-        h.CreateStage(1);
-        h.CreateStage(2);
-        h.Stages[2].OnServer = (stage, packet) =>
-        {
-            stage.Link.Reply(packet, "Pong", Payload.Empty, ErrorCodes.Success);
-            return ValueTask.CompletedTask;
-        };
+        CreateStagesWhereTwoAnswersPong(h);
         Response? heard = null;
         h.Stages[1].OnServer = (stage, _) =>
         {
@@ -400,13 +394,7 @@ public sealed class StageHostTests
     public void ReplyCallbackQueuedBehindTheStagesDestroy_StillRunsOnce_WithTheReply()
     {
         using var h = new RuntimeHarness();
-        h.CreateStage(1);
-        h.CreateStage(2);
-        h.Stages[2].OnServer = (stage, packet) =>
-        {
-            stage.Link.Reply(packet, "Pong", Payload.Empty, ErrorCodes.Success);
-            return ValueTask.CompletedTask;
-        };
+        CreateStagesWhereTwoAnswersPong(h);
         var gate = HoldTheMailbox(h, 1);
         h.Stages[1].Link.CloseStage();
         var heard = new List<(string MsgId, ushort ErrorCode)>();
@@ -423,6 +411,18 @@ public sealed class StageHostTests
     }
 
     /// <summary>Starts a handler on the stage that waits for the returned gate, so what is posted meanwhile stays queued.</summary>
+    /// <summary>Creates stages 1 and 2; stage 2 answers every server request with "Pong".</summary>
+    private static void CreateStagesWhereTwoAnswersPong(RuntimeHarness h)
+    {
+        h.CreateStage(1);
+        h.CreateStage(2);
+        h.Stages[2].OnServer = (stage, packet) =>
+        {
+            stage.Link.Reply(packet, "Pong", Payload.Empty, ErrorCodes.Success);
+            return ValueTask.CompletedTask;
+        };
+    }
+
     private static TaskCompletionSource HoldTheMailbox(RuntimeHarness h, long stageId)
     {
         var gate = new TaskCompletionSource();
