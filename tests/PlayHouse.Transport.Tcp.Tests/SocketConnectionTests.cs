@@ -104,6 +104,7 @@ public sealed class SocketConnectionTests
 
         Assert.True(connection.Finished.Wait(Wait));
         Assert.Equal((SessionCloseReason.ConnectionReset, "receive failed: ConnectionReset"), (connection.CloseReason, connection.CloseDetail));
+        Assert.Equal(0, pair.Counters.CallbackFaults);
         pair.AssertNoLeaks();
     }
 
@@ -154,6 +155,22 @@ public sealed class SocketConnectionTests
         Assert.Equal(SessionCloseReason.CallbackFault, connection.CloseReason);
         Assert.StartsWith("receive loop threw ArgumentOutOfRangeException", connection.CloseDetail, StringComparison.Ordinal);
         Assert.Equal((1L, 1), (pair.Counters.CallbackFaults, connection.ReceiveEndedCalls));
+        pair.AssertNoLeaks();
+    }
+
+    [Fact]
+    public async Task AThrowingFinish_IsCountedAsAFault()
+    {
+        using var pair = await SocketPair.OpenAsync();
+        var connection = pair.Connect();
+        connection.ThrowOnFinished = true;
+        connection.Start();
+
+        connection.Close(SessionCloseReason.LocalClose, "done");
+
+        Assert.True(connection.Finished.Wait(Wait));
+        Assert.True(SpinWait.SpinUntil(() => pair.Counters.CallbackFaults == 1, Wait));
+        Assert.Equal(SessionCloseReason.LocalClose, connection.CloseReason);
         pair.AssertNoLeaks();
     }
 
@@ -381,6 +398,8 @@ public sealed class SocketConnectionTests
 
         public bool ThrowOnClosed { get; set; }
 
+        public bool ThrowOnFinished { get; set; }
+
         public bool HoldCloseUntilReceiveEnded { get; set; }
 
         public ManualResetEventSlim? HoldReceiveEnd { get; set; }
@@ -458,6 +477,10 @@ public sealed class SocketConnectionTests
             ReceiveEndedBeforeFinish = ReceiveEndedCalls > 0;
             Interlocked.Increment(ref _finishedCalls);
             Finished.Set();
+            if (ThrowOnFinished)
+            {
+                throw new InvalidOperationException("OnFinished failed");
+            }
         }
     }
 }
