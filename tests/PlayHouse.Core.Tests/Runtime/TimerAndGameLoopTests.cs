@@ -136,6 +136,73 @@ public sealed class TimerAndGameLoopTests
     }
 
     [Fact]
+    public void TimerCancelledWhileItsTickWaitsInTheMailbox_DoesNotRunItsCallback()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var gate = new TaskCompletionSource();
+        var fired = 0;
+        var id = h.Stages[1].Link.AddRepeatTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), () => fired++);
+        h.Stages[1].OnServer = async (stage, packet) =>
+        {
+            if (packet.MsgId == "Block")
+            {
+                await gate.Task;
+            }
+            else
+            {
+                stage.Link.CancelTimer(id);
+            }
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
+        h.Pump();
+
+        // Behind the busy turn: the cancel, then the timer's tick.
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Cancel", default);
+        h.Pump();
+        h.Advance(TimeSpan.FromMilliseconds(10));
+        gate.SetResult();
+        h.Pump();
+
+        Assert.Equal(0, fired);
+        Assert.False(h.Stages[1].Link.HasTimer(id));
+    }
+
+    [Fact]
+    public void GameLoopStoppedWhileItsTickWaitsInTheMailbox_RunsNoStep_AndDropsNone()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var gate = new TaskCompletionSource();
+        var steps = 0;
+        h.Stages[1].Link.StartGameLoop(TimeSpan.FromMilliseconds(10), _ => steps++, catchUpStepsMax: 2);
+        h.Stages[1].OnServer = async (stage, packet) =>
+        {
+            if (packet.MsgId == "Block")
+            {
+                await gate.Task;
+            }
+            else
+            {
+                stage.Link.StopGameLoop();
+            }
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
+        h.Pump();
+
+        // Behind the busy turn: the stop, then one tick (the rest coalesced) for a second of steps, far past the catch-up cap.
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Stop", default);
+        h.Pump();
+        h.Advance(TimeSpan.FromSeconds(1));
+        gate.SetResult();
+        h.Pump();
+
+        Assert.Equal(0, steps);
+        Assert.Equal(0, h.Play.Counters.GameLoopStepsDropped);
+        Assert.False(h.Stages[1].Link.IsGameLoopRunning);
+    }
+
+    [Fact]
     public void OffStageWork_ReturnsItsValueOnTheStage()
     {
         using var h = new RuntimeHarness();
