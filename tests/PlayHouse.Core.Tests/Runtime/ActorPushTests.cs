@@ -59,6 +59,43 @@ public sealed class ActorPushTests
     }
 
     [Fact]
+    public void Reconnect_RepliesWithItsAuthenticatePayload_OwnedUnderTheReplyRoute()
+    {
+        var replies = new List<Payload>();
+        using var h = new RuntimeHarness(actorFactory: link => new PayloadReplyingActor(link, replies));
+        h.CreateStage(1);
+        h.Join(1, accountId: 100);
+
+        var again = h.Join(1, accountId: 100);
+
+        Assert.Equal([(byte)9], again.Received.Single().Payload);
+        Assert.Equal(2, replies.Count);
+        Assert.Contains("(last owner 'reply')", ApiServerTests.StaleReason(replies[1]));
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void ReconnectFromASessionThatClosedBeforeItsTurn_AnswersNothing_AndReleasesItsAuthenticatePayload()
+    {
+        var replies = new List<Payload>();
+        using var h = new RuntimeHarness(actorFactory: link => new PayloadReplyingActor(link, replies));
+        h.CreateStage(1);
+        var first = h.Join(1, accountId: 100);
+        var second = new FakeClient(h);
+        second.Authenticate(1, 100);
+        second.Disconnect();
+        h.Pump();
+
+        Assert.Empty(second.Received);
+        Assert.Equal(2, replies.Count);
+        Assert.True(h.Stages[1].Link.Actors.Single().Link.IsConnected);
+        Assert.Null(first.ClosedReason);
+        Assert.DoesNotContain("OnConnectionChanged 100 True", h.Stages[1].Callbacks);
+        Assert.Empty(h.Events.Failures);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void Actor_NamesItsInstanceAccountAndStage()
     {
         using var h = new RuntimeHarness();
@@ -110,6 +147,25 @@ public sealed class ActorPushTests
         h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Go", default);
         h.Pump();
         return reason;
+    }
+
+    /// <summary>Authenticates the account its payload names and replies with a pooled payload, which it notes.</summary>
+    private sealed class PayloadReplyingActor(IActorLink link, List<Payload> replies) : IActor
+    {
+        public IActorLink Link { get; } = link;
+
+        public ValueTask OnCreate() => ValueTask.CompletedTask;
+
+        public ValueTask<AuthenticateResult> OnAuthenticate(Packet packet)
+        {
+            var reply = Link.Stage.Pool.Copy([9], "auth-reply");
+            replies.Add(reply);
+            return ValueTask.FromResult(AuthenticateResult.Success(BitConverter.ToInt64(packet.Payload.Span), "AuthenticateReply", reply));
+        }
+
+        public ValueTask OnPostAuthenticate() => ValueTask.CompletedTask;
+
+        public ValueTask OnDestroy() => ValueTask.CompletedTask;
     }
 
     private sealed class DestroyCountingActor(IActorLink link, List<long> destroyed) : IActor

@@ -302,6 +302,30 @@ public sealed class StageLifecycleTests
     }
 
     [Fact]
+    public void CreateReply_CarriesTheStagesPayload_OwnedUnderTheReplyRoute()
+    {
+        using var h = new RuntimeHarness();
+        var kept = Payload.Empty;
+        h.ConfigureStage = s => s.OnCreateScript = _ =>
+        {
+            kept = h.Bytes(4, 2);
+            return ValueTask.FromResult(CreateResult.Success("Created", kept));
+        };
+
+        var reason = "";
+        byte[] carried;
+        using (var created = h.CreateStage(4))
+        {
+            reason = ApiServerTests.StaleReason(kept);
+            carried = created.Payload.Span.ToArray();
+        }
+
+        Assert.Equal([(byte)4, 2], carried);
+        Assert.Contains("ownership moved to 'reply'", reason);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
     public void RefusedCreate_ReleasesTheReplyPayloadItCarried()
     {
         using var h = new RuntimeHarness();
