@@ -234,6 +234,68 @@ public sealed class InboundLedgerTests
     }
 
     [Fact]
+    public void ABatchOpen_SweepsItsShardFromTheOldest_UpToTheFirstEntryNotExpired()
+    {
+        var counters = new ServerCounters();
+        var ledger = new InboundLedger(new ServerOptions(), counters);
+        Assert.True(ledger.TryOpen(0, 10, 0, out _));
+        Assert.True(ledger.TryOpen(0, 100, 0, out _));
+        Assert.True(ledger.TryOpen(0, 15, 0, out _));
+        using var h = new RuntimeHarness();
+        var batch = RequestBatch(h, requests: 1);
+
+        ledger.OpenBatch(batch, 20, 200, 0);
+        var expiredByTheOpen = counters.UnansweredRequestsExpired;
+
+        Assert.Equal(1, expiredByTheOpen);
+        Assert.NotEqual(0, batch[0].InboundId);
+        Assert.Equal((2, 2L), (ledger.Count(now: 20), counters.UnansweredRequestsExpired));
+    }
+
+    [Fact]
+    public void BatchWithinItsShardsShare_WhileTheLedgerIsNearTheCap_IsStillHeldToTheCap()
+    {
+        // As above: shard 0 takes three of a cap one over the shard count, so the other shards' shares no longer fit.
+        var shards = new InboundLedger(new ServerOptions(), new ServerCounters()).ShardCount;
+        var cap = shards + 1;
+        var ledger = new InboundLedger(new ServerOptions { UnansweredRequestsMax = cap }, new ServerCounters());
+        for (var i = 0; i < 3; i++)
+        {
+            Assert.True(ledger.TryOpen(0, Deadline, 0, out _));
+        }
+
+        using var h = new RuntimeHarness();
+        var batches = Enumerable.Range(1, shards - 1).Select(shard =>
+        {
+            var batch = RequestBatch(h, requests: 1);
+            ledger.OpenBatch(batch, 0, Deadline, shard);
+            return batch;
+        }).ToList();
+
+        Assert.Equal(cap - 3, batches.Count(b => b[0].State != BatchedFrameState.RefusedByLedger));
+        Assert.Equal(cap, ledger.Count(now: 0));
+    }
+
+    /// <summary>A batch of <paramref name="requests"/> client requests from one joined actor of <paramref name="h"/>.</summary>
+    private static ClientFrameBatch RequestBatch(RuntimeHarness h, int requests)
+    {
+        if (!h.Play.HasStage(1))
+        {
+            h.CreateStage(1);
+            h.Join(1, accountId: 7);
+        }
+
+        var actor = (ActorHost)h.Stages[1].Link.Actors.Single().Link;
+        var batch = new ClientFrameBatch();
+        for (var i = 1; i <= requests; i++)
+        {
+            batch.Add(actor, null, actor.Session!, "Echo", (ushort)i, 1, default);
+        }
+
+        return batch;
+    }
+
+    [Fact]
     public void AnOpenWithRoomForExactlyItself_DoesNotSweepTheOtherShards()
     {
         // A share of 1 per shard and one more: every shard fills its share, one of them with an entry that expires.
