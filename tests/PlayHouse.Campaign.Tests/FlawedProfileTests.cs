@@ -1,3 +1,4 @@
+using System.Text.RegularExpressions;
 using static PlayHouse.Campaign.Tests.Campaigns;
 
 namespace PlayHouse.Campaign.Tests;
@@ -24,6 +25,13 @@ public sealed class FlawedProfileTests
         Client(1, CampaignTransport.Tcp, 0, Op(OperationKind.Broadcast, 2), Op(OperationKind.Echo, 20, 4)),
         Client(2, CampaignTransport.Ws, 0, Op(OperationKind.Echo, 10, 2), Op(OperationKind.Broadcast)));
 
+    private static readonly CampaignSchedule Silences = Schedule(
+        durationMs: 300,
+        requestTimeoutMs: 500,
+        stages: 1,
+        Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 4, 2), Op(OperationKind.NoResponse, 2)),
+        Client(1, CampaignTransport.Ws, 0, Op(OperationKind.Echo, 4, 2)));
+
     private static readonly CampaignSchedule Reconnects = Schedule(
         durationMs: 2000,
         requestTimeoutMs: 5000,
@@ -38,9 +46,15 @@ public sealed class FlawedProfileTests
     [InlineData("drop-reply:25", "Storms", Checkers.ExactlyOnceReply)]
     [InlineData("duplicate-reply:25", "Storms", Checkers.ExactlyOnceReply)]
     [InlineData("broadcast-skips-member", "Broadcasts", Checkers.Broadcast)]
+    [InlineData("answers-no-response", "Silences", Checkers.OwnReply)]
     public async Task FlawedProfile_IsCaughtAndShrunk_WhileTheCorrectServerPassesTheSameSchedule(string flaw, string scheduleName, string checker)
     {
-        var schedule = scheduleName == "Storms" ? Storms : Broadcasts;
+        var schedule = scheduleName switch
+        {
+            "Storms" => Storms,
+            "Broadcasts" => Broadcasts,
+            _ => Silences,
+        };
         await using (var flawed = await InProcessTarget.StartAsync(flaw))
         await using (var session = Session(flawed.Target))
         {
@@ -72,6 +86,35 @@ public sealed class FlawedProfileTests
         var copies = report.Runs.Single().Ledger.Findings.Where(f => f.Checker == Checkers.ExactlyOnceReply && f.Detail.Contains("a second reply EchoReply", StringComparison.Ordinal)).ToList();
         Assert.NotEmpty(copies);
         Assert.All(copies, f => Assert.Matches(@"which already had its reply \(it echoes '[^']+' sequence -?\d+;", f.Detail));
+    }
+
+    [Fact]
+    public async Task AnsweredNoResponseRequest_IsReportedWithTheEchoItCarries_WhileTheCorrectServerLetsItTimeOut()
+    {
+        // Each NoResponseRequest follows two echoes of the same connection, so the stage's latest echo is one of them.
+        var silences = Schedule(durationMs: 200, requestTimeoutMs: 300, stages: 1, Client(0, CampaignTransport.Tcp, 0, Op(OperationKind.Echo, 2), Op(OperationKind.NoResponse, 2)));
+        await using (var flawed = await InProcessTarget.StartAsync("answers-no-response"))
+        await using (var session = Session(flawed.Target))
+        {
+            var report = await RunAsync(session, Replaying(silences, reruns: 0, shrink: false));
+
+            var answered = report.Runs.Single().Ledger.Findings.Where(f => f.Checker == Checkers.OwnReply).ToList();
+            Assert.NotEmpty(answered);
+            Assert.All(answered, f =>
+            {
+                var named = Regex.Match(f.Detail, @"^NoResponseRequest \(connection (?<connection>\d+)\) was answered with EchoReply; the protocol never answers it \(it echoes '[^.']+\.0\.(?<echoConnection>\d+)\.(?<number>\d+)' sequence (?<sequence>\d+);");
+                Assert.True(named.Success, f.Detail);
+                Assert.Equal(named.Groups["connection"].Value, named.Groups["echoConnection"].Value);
+                Assert.Equal(named.Groups["number"].Value, named.Groups["sequence"].Value);
+            });
+        }
+
+        await using var correct = await InProcessTarget.StartAsync();
+        await using var correctSession = Session(correct.Target);
+        var clean = await RunAsync(correctSession, Replaying(silences, reruns: 0, shrink: false));
+        var run = clean.Runs.Single();
+        Assert.DoesNotContain(run.Ledger.Findings, f => f.Checker == Checkers.OwnReply);
+        Assert.True(run.Ledger.Counter("timeouts.expected") >= 2, Describe(clean));
     }
 
     [Fact]

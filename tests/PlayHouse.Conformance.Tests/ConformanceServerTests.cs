@@ -2,6 +2,7 @@ using System.Net;
 using System.Net.Http.Json;
 using System.Text.Json;
 using Google.Protobuf;
+using PlayHouse.Conformance.Flawed;
 using PlayHouse.Conformance.Proto;
 using PlayHouse.Core.Codec;
 using PlayHouse.Transport.Tcp;
@@ -19,11 +20,7 @@ public sealed class ConformanceServerTests : IAsyncLifetime
     private ConformanceServer _server = null!;
     private HttpClient _http = null!;
 
-    public async Task InitializeAsync()
-    {
-        _server = await ConformanceServer.StartAsync(new ConformanceServerOptions { TcpPort = 0, HttpPort = 0, TcpTlsPort = 0, HttpsPort = 0 }, TimeProvider.System);
-        _http = new HttpClient { BaseAddress = _server.HttpAddress, Timeout = TimeSpan.FromSeconds(30) };
-    }
+    public Task InitializeAsync() => StartAsync(ConformanceFlaws.None);
 
     public async Task DisposeAsync()
     {
@@ -160,6 +157,27 @@ public sealed class ConformanceServerTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task NoResponse_UnderTheAnswersNoResponseFlaw_IsAnsweredWithTheStagesLatestEcho()
+    {
+        await DisposeAsync();
+        await StartAsync(ConformanceFlaws.Parse("answers-no-response"));
+        var stageId = await CreateStageAsync();
+        using var client = await AuthenticatedClientAsync(stageId, TimeSpan.FromSeconds(5));
+
+        var beforeAnyEcho = await client.RequestAsync(nameof(NoResponseRequest), stageId, Bytes(new NoResponseRequest()));
+        var echo = await client.RequestAsync(nameof(EchoRequest), stageId, Bytes(new EchoRequest { Content = "kept", Sequence = 9 }));
+        var afterTheEcho = await client.RequestAsync(nameof(NoResponseRequest), stageId, Bytes(new NoResponseRequest()));
+
+        Assert.True(echo.IsSuccess, $"error {echo.ErrorCode}");
+        Assert.True(beforeAnyEcho.IsSuccess, $"timed out {beforeAnyEcho.TimedOut}, error {beforeAnyEcho.ErrorCode}");
+        Assert.Equal(nameof(EchoReply), beforeAnyEcho.MsgId);
+        Assert.Equal(new EchoReply(), EchoReply.Parser.ParseFrom(beforeAnyEcho.Payload));
+        Assert.True(afterTheEcho.IsSuccess, $"timed out {afterTheEcho.TimedOut}, error {afterTheEcho.ErrorCode}");
+        var stale = EchoReply.Parser.ParseFrom(afterTheEcho.Payload);
+        Assert.Equal(("kept", 9), (stale.Content, stale.Sequence));
+    }
+
+    [Fact]
     public async Task LargePayload_RepliesOneMebibyteOfTheSequentialPattern_TwiceInARow()
     {
         var stageId = await CreateStageAsync();
@@ -268,6 +286,12 @@ public sealed class ConformanceServerTests : IAsyncLifetime
     {
         var reply = await client.AuthenticateAsync(stageId, Bytes(new AuthenticateRequest { UserId = "user", Token = "valid" }));
         Assert.True(reply.IsSuccess, $"authenticate failed with {reply.ErrorCode}");
+    }
+
+    private async Task StartAsync(ConformanceFlaws flaws)
+    {
+        _server = await ConformanceServer.StartAsync(new ConformanceServerOptions { TcpPort = 0, HttpPort = 0, TcpTlsPort = 0, HttpsPort = 0, Flaws = flaws }, TimeProvider.System);
+        _http = new HttpClient { BaseAddress = _server.HttpAddress, Timeout = TimeSpan.FromSeconds(30) };
     }
 
     private async Task<long> CreateStageAsync()
