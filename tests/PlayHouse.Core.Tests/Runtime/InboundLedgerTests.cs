@@ -217,12 +217,7 @@ public sealed class InboundLedgerTests
     public void AnOpen_SweepsItsShardFromTheOldest_UpToTheFirstEntryNotExpired()
     {
         var counters = new ServerCounters();
-        var ledger = new InboundLedger(new ServerOptions(), counters);
-
-        // Deadlines out of order, as requesters with different timeouts give: 10, 100, 15.
-        Assert.True(ledger.TryOpen(0, 10, 0, out _));
-        Assert.True(ledger.TryOpen(0, 100, 0, out _));
-        Assert.True(ledger.TryOpen(0, 15, 0, out _));
+        var ledger = OpenedOutOfOrderInShardZero(counters);
 
         // At 20 the open drops the oldest (expired) and stops at the one due at 100; the one due at 15 waits for a count.
         Assert.True(ledger.TryOpen(20, 200, 0, out _));
@@ -237,10 +232,7 @@ public sealed class InboundLedgerTests
     public void ABatchOpen_SweepsItsShardFromTheOldest_UpToTheFirstEntryNotExpired()
     {
         var counters = new ServerCounters();
-        var ledger = new InboundLedger(new ServerOptions(), counters);
-        Assert.True(ledger.TryOpen(0, 10, 0, out _));
-        Assert.True(ledger.TryOpen(0, 100, 0, out _));
-        Assert.True(ledger.TryOpen(0, 15, 0, out _));
+        var ledger = OpenedOutOfOrderInShardZero(counters);
         using var h = new RuntimeHarness();
         var batch = RequestBatch(h, requests: 1);
 
@@ -274,6 +266,18 @@ public sealed class InboundLedgerTests
 
         Assert.Equal(cap - 3, batches.Count(b => b[0].State != BatchedFrameState.RefusedByLedger));
         Assert.Equal(cap, ledger.Count(now: 0));
+    }
+
+    /// <summary>A ledger whose shard 0 holds entries due at 10, 100 and 15, out of order as requesters with different timeouts give.</summary>
+    private static InboundLedger OpenedOutOfOrderInShardZero(ServerCounters counters)
+    {
+        var ledger = new InboundLedger(new ServerOptions(), counters);
+        foreach (var deadline in new long[] { 10, 100, 15 })
+        {
+            Assert.True(ledger.TryOpen(0, deadline, 0, out _));
+        }
+
+        return ledger;
     }
 
     /// <summary>A batch of <paramref name="requests"/> client requests from one joined actor of <paramref name="h"/>.</summary>

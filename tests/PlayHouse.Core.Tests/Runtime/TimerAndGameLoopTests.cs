@@ -140,29 +140,10 @@ public sealed class TimerAndGameLoopTests
     {
         using var h = new RuntimeHarness();
         h.CreateStage(1);
-        var gate = new TaskCompletionSource();
         var fired = 0;
         var id = h.Stages[1].Link.AddRepeatTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), () => fired++);
-        h.Stages[1].OnServer = async (stage, packet) =>
-        {
-            if (packet.MsgId == "Block")
-            {
-                await gate.Task;
-            }
-            else
-            {
-                stage.Link.CancelTimer(id);
-            }
-        };
-        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
-        h.Pump();
 
-        // Behind the busy turn: the cancel, then the timer's tick.
-        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Cancel", default);
-        h.Pump();
-        h.Advance(TimeSpan.FromMilliseconds(10));
-        gate.SetResult();
-        h.Pump();
+        ActBehindABusyTurnThenTick(h, stage => stage.Link.CancelTimer(id), TimeSpan.FromMilliseconds(10));
 
         Assert.Equal(0, fired);
         Assert.False(h.Stages[1].Link.HasTimer(id));
@@ -173,9 +154,24 @@ public sealed class TimerAndGameLoopTests
     {
         using var h = new RuntimeHarness();
         h.CreateStage(1);
-        var gate = new TaskCompletionSource();
         var steps = 0;
         h.Stages[1].Link.StartGameLoop(TimeSpan.FromMilliseconds(10), _ => steps++, catchUpStepsMax: 2);
+
+        // One tick waits (the rest coalesced) for a second of steps, far past the catch-up cap.
+        ActBehindABusyTurnThenTick(h, stage => stage.Link.StopGameLoop(), TimeSpan.FromSeconds(1));
+
+        Assert.Equal(0, steps);
+        Assert.Equal(0, h.Play.Counters.GameLoopStepsDropped);
+        Assert.False(h.Stages[1].Link.IsGameLoopRunning);
+    }
+
+    /// <summary>
+    /// Holds stage 1 in a turn while a message that runs <paramref name="act"/> and then the ticks of
+    /// <paramref name="elapsed"/> queue behind it, in that order; then lets the stage run them.
+    /// </summary>
+    private static void ActBehindABusyTurnThenTick(RuntimeHarness h, Action<ScriptedStage> act, TimeSpan elapsed)
+    {
+        var gate = new TaskCompletionSource();
         h.Stages[1].OnServer = async (stage, packet) =>
         {
             if (packet.MsgId == "Block")
@@ -184,22 +180,16 @@ public sealed class TimerAndGameLoopTests
             }
             else
             {
-                stage.Link.StopGameLoop();
+                act(stage);
             }
         };
         h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
         h.Pump();
-
-        // Behind the busy turn: the stop, then one tick (the rest coalesced) for a second of steps, far past the catch-up cap.
-        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Stop", default);
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Act", default);
         h.Pump();
-        h.Advance(TimeSpan.FromSeconds(1));
+        h.Advance(elapsed);
         gate.SetResult();
         h.Pump();
-
-        Assert.Equal(0, steps);
-        Assert.Equal(0, h.Play.Counters.GameLoopStepsDropped);
-        Assert.False(h.Stages[1].Link.IsGameLoopRunning);
     }
 
     [Fact]
