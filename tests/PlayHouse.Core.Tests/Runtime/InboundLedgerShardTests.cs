@@ -152,6 +152,25 @@ public sealed class InboundLedgerShardTests
         Assert.Equal(InboundClose.Expired, shard.Close(newest, now: 10, counters));
     }
 
+    [Fact]
+    public void RingFullOfAnsweredEntriesButTheNewest_MakesRoomWithoutLosingTheNewest()
+    {
+        var counters = new ServerCounters();
+        var shard = new InboundLedgerShard(gate: null, recentExpiredMax: 16);
+        var opened = Enumerable.Range(0, 16).Select(_ => shard.Add(deadline: 1_000)).ToList();
+        foreach (var seq in opened.Take(15))
+        {
+            Assert.Equal(InboundClose.Closed, shard.Close(seq, now: 0, counters));
+        }
+
+        // The ring's first window is full: the next open moves its base past the answered entries, up to the newest.
+        var next = shard.Add(deadline: 1_000);
+
+        Assert.Equal(InboundClose.Closed, shard.Close(opened[15], now: 0, counters));
+        Assert.Equal(InboundClose.Closed, shard.Close(next, now: 0, counters));
+        Assert.Equal((0, 0L), (shard.Count, counters.UnansweredRequestsExpired));
+    }
+
     /// <summary>Opens and answers more entries than the ring's largest window, so every entry still open moves to the overflow.</summary>
     private static void PushOutOfTheRing(InboundLedgerShard shard)
     {
