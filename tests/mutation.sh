@@ -2,14 +2,18 @@
 # Mutation testing with Stryker.NET (a local tool in .config/dotnet-tools.json).
 #
 #   tests/mutation.sh list                                       # every target: its config and what it mutates
-#   tests/mutation.sh run TARGET... [--since REF] [--break-at N] [--concurrency N]
+#   tests/mutation.sh run TARGET... [--since REF] [--break-at N] [--concurrency N] [--rerun REPORT]
 #   tests/mutation.sh run all [...]                              # every target
 #
 # Stryker builds the test project in place and copies each mutated assembly into its output folder, so each run
 # works in a fresh clone of the committed tree (HEAD; uncommitted changes are not tested) under $MUTATION_WORK
 # (default /tmp/playhouse-mutation). Targets of one test project run together in one Stryker run (one build and one
 # initial test run) and are scored apart. --since REF mutates only the files changed since REF (a branch, tag or
-# commit of this repository). Reports (html, json) are copied to artifacts/mutation/GROUP/; each target ends with:
+# commit of this repository). --rerun REPORT (a json report of an earlier run of the same targets) mutates only the
+# lines of that report's survivors and mutants without coverage, and scores each target over the earlier report's
+# mutants with the new statuses of those lines (the files must be unchanged since: tests added, not code); the merged
+# report is written beside the new one as mutation-report-merged.json. Reports (html, json) are copied to
+# artifacts/mutation/GROUP/; each target ends with:
 #   mutation: TARGET score S% (killed K, timeout T, survived V, no coverage N; compile errors E) in M min
 # The score counts killed and timed-out mutants over every tested one; mutants that do not compile are left out.
 # Exit 0 when every target reached --break-at (default 0), 1 when one did not or a run failed, 64 on bad input.
@@ -44,7 +48,7 @@ time|tests/PlayHouse.Simulation.Tests|stryker-time.json"
 names=$(cut -d'|' -f1 <<<"$targets" | paste -sd' ')
 
 usage() {
-  echo "error: $1; usage: $0 list | run TARGET... [--since REF] [--break-at N] [--concurrency N] (TARGET: all, ${names// /, })" >&2
+  echo "error: $1; usage: $0 list | run TARGET... [--since REF] [--break-at N] [--concurrency N] [--rerun REPORT] (TARGET: all, ${names// /, })" >&2
   exit 64
 }
 
@@ -116,17 +120,118 @@ json.dump(config, open(out, "w"), indent=2)
 PY
 }
 
+# Rewrites the config $1 (in the clone $2) to mutate only the lines of the survivors and uncovered mutants of the
+# report $3 that its globs select: one `path{start..end}` span per run of adjacent lines, in characters, as Stryker's
+# mutate filter takes them. Fails, naming the file, when a file changed since the report (its mutants' places moved).
+# Prints how many mutants of the report the spans cover.
+narrow_to_survivors() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, os, re, sys
+config_path, clone, report_path = sys.argv[1:]
+config = json.load(open(config_path))
+settings = config["stryker-config"]
+def regex(glob):
+    out, i = "", 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif glob[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        else:
+            out, i = out + re.escape(glob[i]), i + 1
+    return re.compile("(?:^|.*/)" + out + "$")
+globs = settings["mutate"]
+include = [regex(g) for g in globs if not g.startswith("!")]
+exclude = [regex(g[1:]) for g in globs if g.startswith("!")]
+def relative(path):
+    path = path.replace("\\", "/")
+    for top in ("/src/", "/simulation/", "/fixtures/"):
+        at = path.find(top)
+        if at >= 0:
+            return path[at + 1:]
+    sys.exit(f"error: --rerun: cannot place '{path}' in the repository")
+patterns, count = [], 0
+for path, f in sorted(json.load(open(report_path))["files"].items()):
+    rel = relative(path)
+    if not any(r.match(rel) for r in include) or any(r.match(rel) for r in exclude):
+        continue
+    # Whole lines, from each mutant's first line to its last: Stryker mutates what a span contains.
+    places = sorted({(m["location"]["start"]["line"], m["location"]["end"]["line"]) for m in f["mutants"] if m["status"] in ("Survived", "NoCoverage")})
+    if not places:
+        continue
+    source = open(os.path.join(clone, rel), encoding="utf-8-sig", newline="").read()
+    if source.replace("\r\n", "\n") != f["source"].replace("\r\n", "\n"):
+        sys.exit(f"error: --rerun: {rel} changed since the report; run the whole target")
+    starts = [0]
+    for i, ch in enumerate(source):
+        if ch == "\n":
+            starts.append(i + 1)
+    starts.append(len(source))
+    runs = []
+    for first, last in places:
+        if runs and first <= runs[-1][1] + 1:
+            runs[-1][1] = max(runs[-1][1], last)
+        else:
+            runs.append([first, last])
+    for first, last in runs:
+        patterns.append(f"**/{rel.split('/', 1)[1]}{{{starts[first - 1]}..{starts[last] - 1}}}")
+    count += sum(1 for m in f["mutants"] if m["status"] in ("Survived", "NoCoverage"))
+if not patterns:
+    sys.exit("error: --rerun: the report has no survivor in these targets' files")
+settings["mutate"] = patterns + [g for g in globs if g.startswith("!")]
+json.dump(config, open(config_path, "w"), indent=2)
+print(count)
+PY
+}
+
+# Writes to $3 the report $1 (an earlier run) with every mutant that the report $2 (a rerun of some of its lines)
+# tested again given its new status, matched by place, mutator and replacement.
+merge_reports() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+earlier = json.load(open(sys.argv[1]))
+rerun = json.load(open(sys.argv[2]))
+def tail(path):
+    path = path.replace("\\", "/")
+    for top in ("/src/", "/simulation/", "/fixtures/"):
+        at = path.find(top)
+        if at >= 0:
+            return path[at + 1:]
+    return path
+def key(rel, m):
+    loc = m["location"]
+    return (rel, loc["start"]["line"], loc["start"]["column"], loc["end"]["line"], loc["end"]["column"], m["mutatorName"], m.get("replacement"))
+fresh = {}
+for path, f in rerun["files"].items():
+    for m in f["mutants"]:
+        if m["status"] not in ("Ignored", "CompileError"):
+            fresh[key(tail(path), m)] = m["status"]
+for path, f in earlier["files"].items():
+    for m in f["mutants"]:
+        status = fresh.get(key(tail(path), m))
+        if status is not None:
+            m["status"] = status
+json.dump(earlier, open(sys.argv[3], "w"))
+PY
+}
+
 # Runs the named targets of one test project in one Stryker run and prints one score line per target.
 run_group() {
-  local dir=$1 since=$2 break_at=$3 concurrency=$4
-  shift 4
-  local group clone out head config
+  local dir=$1 since=$2 break_at=$3 concurrency=$4 rerun=$5
+  shift 5
+  local group clone out head config earlier=""
   group=$(IFS=+; echo "$*")
   clone="$work/$group"
   out="$root/artifacts/mutation/$group"
   head=$(git -C "$root" rev-parse HEAD)
+  mkdir -p "$work"
+  if [ -n "$rerun" ]; then
+    # The earlier report may sit in the output folder that this run replaces.
+    earlier="$work/$group.earlier.json"
+    cp "$rerun" "$earlier"
+  fi
   rm -rf "$clone" "$out"
-  mkdir -p "$work" "$out"
+  mkdir -p "$out"
   git clone --quiet --shared --no-checkout "$root" "$clone"
   git -C "$clone" checkout --quiet --detach "$head"
   local configs=() name
@@ -138,6 +243,13 @@ run_group() {
   if [ ${#configs[@]} -gt 1 ]; then
     config="$clone/$dir/stryker-combined.json"
     combine "$config" "${configs[@]}"
+  fi
+  if [ -n "$earlier" ]; then
+    cp "$config" "$clone/$dir/stryker-rerun.json"
+    config="$clone/$dir/stryker-rerun.json"
+    local covered
+    covered=$(narrow_to_survivors "$config" "$clone" "$earlier") || return 64
+    echo "mutation: $group: rerunning the lines of $covered survivors and uncovered mutants of $rerun"
   fi
 
   local args=(-f "$config" --skip-version-check --output "$out")
@@ -156,6 +268,11 @@ run_group() {
 
   local failed=$status i=0 together=""
   [ $# -gt 1 ] && together=" (one run for $group)"
+  if [ -n "$earlier" ]; then
+    merge_reports "$earlier" "$report" "$(dirname "$report")/mutation-report-merged.json"
+    report="$(dirname "$report")/mutation-report-merged.json"
+    together="$together (the earlier report's mutants, with the new status of every one run again)"
+  fi
   for name in "$@"; do
     read -r score killed timeout survived nocoverage compile <<<"$(summarize "$report" "${configs[$i]}")"
     i=$((i + 1))
@@ -182,17 +299,20 @@ selected=()
 since=""
 break_at=0
 concurrency=""
+rerun=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --since) [ $# -ge 2 ] || usage "--since needs a ref"; since=$2; shift 2 ;;
     --break-at) [[ ${2:-} =~ ^[0-9]+$ ]] && [ "$2" -le 100 ] || usage "--break-at needs a number from 0 to 100"; break_at=$2; shift 2 ;;
     --concurrency) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage "--concurrency needs a positive number"; concurrency=$2; shift 2 ;;
+    --rerun) [ -f "${2:-}" ] || usage "--rerun needs the json report of an earlier run"; rerun=$(realpath "$2"); shift 2 ;;
     all) read -r -a selected <<<"$names"; shift ;;
     -*) usage "unknown option '$1'" ;;
     *) [ -n "$(dir_of "$1")" ] || usage "unknown target '$1'"; selected+=("$1"); shift ;;
   esac
 done
 [ ${#selected[@]} -gt 0 ] || usage "no target"
+[ -z "$since" ] || [ -z "$rerun" ] || usage "--since and --rerun cannot be combined"
 [ -z "$since" ] || git -C "$root" rev-parse --verify --quiet "$since^{commit}" >/dev/null || usage "--since: '$since' is not a commit of this repository"
 
 # Targets of one test project run together, in the order first named.
@@ -207,6 +327,6 @@ for name in "${selected[@]}"; do
     [ "$(dir_of "$other")" = "$dir" ] && group+=("$other")
   done
 
-  run_group "$dir" "$since" "$break_at" "$concurrency" "${group[@]}" || failed=1
+  run_group "$dir" "$since" "$break_at" "$concurrency" "$rerun" "${group[@]}" || failed=1
 done
 exit "$failed"
