@@ -35,7 +35,7 @@ public sealed class SocketConnectionTests
         Assert.True(connection.Close(SessionCloseReason.LocalClose, "done"));
         Assert.False(connection.Close(SessionCloseReason.IdleTimeout, "again"));
 
-        Assert.Equal(0, await pair.Peer.ReceiveAsync(new byte[16]));
+        Assert.Equal(0, await pair.Peer.ReceiveAsync(new byte[16]).WaitAsync(Wait));
         Assert.True(connection.Finished.Wait(Wait));
         Assert.Equal((SessionCloseReason.LocalClose, "done"), (connection.CloseReason, connection.CloseDetail));
         Assert.Equal(1, pair.Counters.Closed(SessionCloseReason.LocalClose));
@@ -53,7 +53,7 @@ public sealed class SocketConnectionTests
 
         Assert.True(connection.Close(SessionCloseReason.LocalClose, "crash", abortive: true));
 
-        var error = await Assert.ThrowsAsync<SocketException>(async () => await pair.Peer.ReceiveAsync(new byte[16]));
+        var error = await Assert.ThrowsAsync<SocketException>(async () => await pair.Peer.ReceiveAsync(new byte[16]).WaitAsync(Wait));
         Assert.Equal(SocketError.ConnectionReset, error.SocketErrorCode);
         Assert.True(connection.Finished.Wait(Wait));
         pair.AssertNoLeaks();
@@ -287,7 +287,7 @@ public sealed class SocketConnectionTests
         connection.Close(SessionCloseReason.LocalClose, "done");
 
         Assert.Equal(frame, received);
-        Assert.Equal(0, await pair.Peer.ReceiveAsync(new byte[16]));
+        Assert.Equal(0, await pair.Peer.ReceiveAsync(new byte[16]).WaitAsync(Wait));
         Assert.True(connection.Finished.Wait(Wait));
         Assert.Equal(frame.Length, pair.Counters.BytesSent);
         pair.AssertNoLeaks();
@@ -364,7 +364,7 @@ public sealed class SocketConnectionTests
             var read = 0;
             while (read < bytes)
             {
-                var n = await Peer.ReceiveAsync(buffer.AsMemory(read));
+                var n = await Peer.ReceiveAsync(buffer.AsMemory(read)).AsTask().WaitAsync(Wait);
                 Assert.NotEqual(0, n);
                 read += n;
             }
