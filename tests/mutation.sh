@@ -97,18 +97,21 @@ PY
 
 # Writes to $1 a config that mutates what every following config mutates and runs the tests any of them runs (with
 # the first one's other settings): the test filters are joined with "|", and a config without one runs every test.
+# An exclusion of one config that another config includes by the same glob (a slice that leaves out its neighbour's
+# files) is dropped, so that the neighbour's files stay mutated.
 combine() {
   python3 - "$@" <<'PY'
 import json, sys
 out, first, *rest = sys.argv[1:]
 config = json.load(open(first))
 settings = config["stryker-config"]
-globs = settings["mutate"]
-filters = [settings.get("test-case-filter")]
-for other in rest:
-    other_settings = json.load(open(other))["stryker-config"]
-    globs += [g for g in other_settings["mutate"] if g not in globs]
-    filters.append(other_settings.get("test-case-filter"))
+every = [settings["mutate"]] + [json.load(open(other))["stryker-config"]["mutate"] for other in rest]
+filters = [settings.get("test-case-filter")] + [json.load(open(other))["stryker-config"].get("test-case-filter") for other in rest]
+included = {g for mutate in every for g in mutate if not g.startswith("!")}
+globs = []
+for mutate in every:
+    globs += [g for g in mutate if g not in globs and not (g.startswith("!") and g[1:] in included)]
+settings["mutate"] = globs
 if all(filters):
     parts = []
     for f in filters:
