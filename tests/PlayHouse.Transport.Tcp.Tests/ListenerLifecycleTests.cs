@@ -221,6 +221,8 @@ public sealed class ListenerLifecycleTests
         Assert.True(socket.Aborted);
         Assert.Equal(1, bench.Listener.SessionCount);
         Assert.Equal(1, bench.Listener.Counters.ConnectionsRefusedAtLimit);
+        Assert.Equal(1, bench.Listener.Counters.ConnectionsAccepted);
+        Assert.Empty(bench.Closes);
     }
 
     [Fact]
