@@ -87,6 +87,101 @@ public sealed class InboundLedgerShardTests
         Assert.Equal(0, shard.Count);
     }
 
+    [Fact]
+    public void OpenOverflowEntry_HoldsBackTheSweep_UntilItExpires_ThenItAndTheRingsExpiredOnesGo()
+    {
+        var counters = new ServerCounters();
+        var shard = new InboundLedgerShard(gate: null, recentExpiredMax: 16);
+        var (older, elder) = (shard.Add(deadline: 100), shard.Add(deadline: 150));
+        PushOutOfTheRing(shard);
+        var recent = shard.Add(deadline: 50);
+
+        // At 60 the oldest open entry (in the overflow, due at 100) has not expired, so the sweep stops there.
+        var openAt60 = shard.Expire(now: 60, scanAll: false, counters);
+        var expiredAt60 = counters.UnansweredRequestsExpired;
+
+        // At 100 the first overflow entry is due; the second (due at 150) stops the sweep again.
+        var openAt100 = shard.Expire(now: 100, scanAll: false, counters);
+        var expiredAt100 = counters.UnansweredRequestsExpired;
+
+        // At 150 the overflow is empty, and the sweep goes on into the ring.
+        var openAt150 = shard.Expire(now: 150, scanAll: false, counters);
+
+        Assert.Equal((3, 0L), (openAt60, expiredAt60));
+        Assert.Equal((2, 1L), (openAt100, expiredAt100));
+        Assert.Equal((0, 3L), (openAt150, counters.UnansweredRequestsExpired));
+        Assert.Equal(InboundClose.Expired, shard.Close(older, now: 150, counters));
+        Assert.Equal(InboundClose.Expired, shard.Close(elder, now: 150, counters));
+        Assert.Equal(InboundClose.Expired, shard.Close(recent, now: 150, counters));
+        Assert.Equal((0, 3L), (shard.Count, counters.UnansweredRequestsExpired));
+    }
+
+    [Fact]
+    public void FullSweep_ExpiresOverflowEntriesDueNow_BehindAnElderStillOpen_AndNotesTheEarliestLeft()
+    {
+        var counters = new ServerCounters();
+        var shard = new InboundLedgerShard(gate: null, recentExpiredMax: 16);
+        var elder = shard.Add(deadline: 300);
+        var younger = shard.Add(deadline: 200);
+        var youngest = shard.Add(deadline: 250);
+        PushOutOfTheRing(shard);
+
+        // The sweep from the oldest stops at the elder each time; the full sweep finds what is due behind it, and the
+        // earliest deadline it notes at 200 (250) is what lets the sweep at 250 look again.
+        var openAt200 = shard.Expire(now: 200, scanAll: true, counters);
+        var openAt250 = shard.Expire(now: 250, scanAll: true, counters);
+
+        Assert.Equal((2, 1), (openAt200, openAt250));
+        Assert.Equal(InboundClose.Expired, shard.Close(younger, now: 250, counters));
+        Assert.Equal(InboundClose.Expired, shard.Close(youngest, now: 250, counters));
+        Assert.Equal(InboundClose.Closed, shard.Close(elder, now: 250, counters));
+        Assert.Equal((0, 2L), (shard.Count, counters.UnansweredRequestsExpired));
+    }
+
+    [Fact]
+    public void SweepFromTheOldest_ExpiresTheNewestEntryToo_WhenEveryOneIsDue()
+    {
+        var counters = new ServerCounters();
+        var shard = new InboundLedgerShard(gate: null, recentExpiredMax: 16);
+        shard.Add(deadline: 10);
+        var newest = shard.Add(deadline: 10);
+
+        var open = shard.Expire(now: 10, scanAll: false, counters);
+
+        Assert.Equal((0, 2L), (open, counters.UnansweredRequestsExpired));
+        Assert.Equal(InboundClose.Expired, shard.Close(newest, now: 10, counters));
+    }
+
+    [Fact]
+    public void RingFullOfAnsweredEntriesButTheNewest_MakesRoomWithoutLosingTheNewest()
+    {
+        var counters = new ServerCounters();
+        var shard = new InboundLedgerShard(gate: null, recentExpiredMax: 16);
+        var opened = Enumerable.Range(0, 16).Select(_ => shard.Add(deadline: 1_000)).ToList();
+        foreach (var seq in opened.Take(15))
+        {
+            Assert.Equal(InboundClose.Closed, shard.Close(seq, now: 0, counters));
+        }
+
+        // The ring's first window is full: the next open moves its base past the answered entries, up to the newest.
+        var next = shard.Add(deadline: 1_000);
+
+        Assert.Equal(InboundClose.Closed, shard.Close(opened[15], now: 0, counters));
+        Assert.Equal(InboundClose.Closed, shard.Close(next, now: 0, counters));
+        Assert.Equal((0, 0L), (shard.Count, counters.UnansweredRequestsExpired));
+    }
+
+    /// <summary>Opens and answers more entries than the ring's largest window, so every entry still open moves to the overflow.</summary>
+    private static void PushOutOfTheRing(InboundLedgerShard shard)
+    {
+        var counters = new ServerCounters();
+        for (var i = 0; i < 5_000; i++)
+        {
+            var seq = shard.Add(deadline: 1_000);
+            Assert.Equal(InboundClose.Closed, shard.Close(seq, now: 0, counters));
+        }
+    }
+
     /// <summary>The shard's rules written plainly: a sorted map of open entries and a set of remembered expiries.</summary>
     private sealed class ShardModel
     {

@@ -119,6 +119,24 @@ public sealed class OldestFirstCapTests
     }
 
     [Fact]
+    public void CompactionBehindAListedHead_KeepsTheHead_SoItIsStillTheFirstEvicted()
+    {
+        var cap = new OldestFirstCap<Entry>(new ServerOptions(), max: 2);
+        var head = new Entry(0);
+        cap.Add(head);
+        AddAndEndMany(cap, count: 100);
+
+        // The queue held the head and 100 ended entries, past twice the listed plus 64: it was compacted.
+        var second = new Entry(101);
+        var evictedBySecond = cap.Add(second);
+        var evictedByThird = cap.Add(new Entry(102));
+
+        Assert.Null(evictedBySecond);
+        Assert.Equal([head], evictedByThird);
+        Assert.Equal((2, true), (cap.Count, second.IsListed));
+    }
+
+    [Fact]
     public void NullEntry_IsRefusedByAddAndEnd_NamingTheArgument()
     {
         var cap = new OldestFirstCap<Entry>(new ServerOptions(), max: 1);

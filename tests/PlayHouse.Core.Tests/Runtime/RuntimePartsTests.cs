@@ -63,6 +63,39 @@ public sealed class RuntimePartsTests
     }
 
     [Fact]
+    public void SequentialStageIds_AfterTheLargestId_WrapToOne_NeverToANegativeId()
+    {
+        var ids = new SequentialStageIds();
+
+        // Two to the 63rd ids cannot be handed out in a test; the counter is set next to its end instead.
+        typeof(SequentialStageIds).GetField("_last", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Instance)!.SetValue(ids, long.MaxValue - 1);
+        var handedOut = Enumerable.Range(0, 3).Select(_ => ids.Next(_ => false)).ToArray();
+
+        Assert.Equal(new[] { long.MaxValue, 1, 2 }, handedOut);
+    }
+
+    [Fact]
+    public void StageRegistry_RemovingAStageWhoseIdAnotherNowHolds_KeepsTheOtherOne()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(5);
+        var first = (StageHost)h.Stages[5].Link;
+        ((IStageLink)first).CloseStage();
+        h.Pump();
+        h.CreateStage(5);
+        var second = (StageHost)h.Stages[5].Link;
+        var registry = new StageRegistry();
+        registry.Add(second);
+
+        registry.Remove(first, StageRemoval.Destroyed);
+
+        Assert.True(registry.TryGet(5, out var kept));
+        Assert.Same(second, kept);
+        registry.Remove(second, StageRemoval.Destroyed);
+        Assert.Equal(0, registry.Count);
+    }
+
+    [Fact]
     public void StageTimerTable_HoldsTimersByTheirIds_AndGivesThemAllUpAtClose()
     {
         var table = new StageTimerTable();

@@ -286,6 +286,143 @@ public sealed class StageLifecycleTests
         h.Pool.ThrowIfLeaks();
     }
 
+    [Fact]
+    public void CreateWhoseOnCreateThrows_ReportsTheFailure_AndRepliesCreateStageFailed()
+    {
+        using var h = new RuntimeHarness();
+        h.ConfigureStage = s => s.OnCreateScript = _ => throw new InvalidOperationException("config store down");
+
+        var created = h.CreateStage(4, msgId: "make");
+
+        var failure = Assert.Single(h.Events.Failures);
+        Assert.Equal((4L, StageWorkKind.Create, "make"), (failure.StageId, failure.Kind, failure.MsgId));
+        Assert.Equal("config store down", failure.Error.Message);
+        Assert.Equal(ErrorCodes.CreateStageFailed, created.ErrorCode);
+        Assert.False(h.Play.HasStage(4));
+    }
+
+    [Fact]
+    public void CreateReply_CarriesTheStagesPayload_OwnedUnderTheReplyRoute()
+    {
+        using var h = new RuntimeHarness();
+        var kept = Payload.Empty;
+        h.ConfigureStage = s => s.OnCreateScript = _ =>
+        {
+            kept = h.Bytes(4, 2);
+            return ValueTask.FromResult(CreateResult.Success("Created", kept));
+        };
+
+        var reason = "";
+        byte[] carried;
+        using (var created = h.CreateStage(4))
+        {
+            reason = ApiServerTests.StaleReason(kept);
+            carried = created.Payload.Span.ToArray();
+        }
+
+        Assert.Equal([(byte)4, 2], carried);
+        Assert.Contains("ownership moved to 'reply'", reason);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void RefusedCreate_ReleasesTheReplyPayloadItCarried()
+    {
+        using var h = new RuntimeHarness();
+        h.ConfigureStage = s => s.OnCreateScript = _ => ValueTask.FromResult(new CreateResult(false, ErrorCodes.StageFull, "Refused", h.Bytes(1, 2, 3)));
+
+        var created = h.CreateStage(4);
+
+        Assert.Equal(ErrorCodes.StageFull, created.ErrorCode);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void StageCreatedForAJoin_ReleasesTheReplyPayloadOfItsCreate_WhichNoOneAwaits()
+    {
+        using var h = new RuntimeHarness();
+        h.ConfigureStage = s => s.OnCreateScript = _ => ValueTask.FromResult(CreateResult.Success("Created", h.Bytes(1, 2, 3)));
+
+        var client = h.Join(9, accountId: 1);
+
+        Assert.Equal(ErrorCodes.Success, client.Received.Single().ErrorCode);
+        Assert.True(h.Play.HasStage(9));
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void SuccessfulCreate_TellsTheRegistryOnce_AndARefusedOneNever()
+    {
+        var registry = new RecordingRegistry();
+        using var h = new RuntimeHarness(parts: NodeParts.Standard with { StageRegistry = _ => registry });
+        h.ConfigureStage = s => s.OnCreateScript = packet => ValueTask.FromResult(packet.MsgId == "refuse" ? CreateResult.Refuse() : CreateResult.Success());
+
+        h.CreateStage(1);
+        h.CreateStage(2, msgId: "refuse");
+
+        Assert.Equal([1L], registry.Created);
+        Assert.Equal([2L], registry.Removed);
+    }
+
+    [Fact]
+    public void StageWhoseCreateFails_FailsEachMessageQueuedBehindItOnce_WithoutAHandlerFailure()
+    {
+        using var h = new RuntimeHarness();
+        h.ConfigureStage = s => s.OnCreateScript = _ => ValueTask.FromResult(CreateResult.Refuse());
+        var created = h.Api.CreateStage(RuntimeHarness.PlayNode, RuntimeHarness.StageType, 4, "create", Payload.Empty);
+        var queued = Enumerable.Range(0, 2).Select(i => h.Api.RequestToStage(RuntimeHarness.PlayNode, 4, "After", h.Bytes((byte)i))).ToList();
+        h.Pump();
+
+        Assert.Equal(ErrorCodes.CreateStageFailed, RuntimeHarness.Completed(created).ErrorCode);
+        Assert.All(queued, task => Assert.Equal(ErrorCodes.CreateStageFailed, RuntimeHarness.Completed(task).ErrorCode));
+        Assert.Empty(h.Events.Failures);
+        Assert.Empty(h.Stages[4].Dispatched);
+        h.Pool.ThrowIfLeaks();
+    }
+
+    [Fact]
+    public void EmptyStageThatCloses_LeavesTheServersListOfEmptyStages()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var listedWhileOpen = h.Play.EmptyStageCount;
+        h.Stages[1].Link.CloseStage();
+        h.Pump();
+
+        Assert.Equal(1, listedWhileOpen);
+        Assert.Equal(0, h.Play.EmptyStageCount);
+    }
+
+    /// <summary>The standard registry, noting which stages it heard were created and which were removed.</summary>
+    private sealed class RecordingRegistry : IStageRegistry
+    {
+        private readonly StageRegistry _inner = new();
+
+        public List<long> Created { get; } = [];
+
+        public List<long> Removed { get; } = [];
+
+        public int Count => _inner.Count;
+
+        public IEnumerable<StageHost> Stages => _inner.Stages;
+
+        public bool TryGet(long stageId, [System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out StageHost? stage) => _inner.TryGet(stageId, out stage);
+
+        public void Add(StageHost stage) => _inner.Add(stage);
+
+        public void OnCreated(StageHost stage)
+        {
+            Created.Add(stage.StageId);
+            _inner.OnCreated(stage);
+        }
+
+        public void Remove(StageHost stage, StageRemoval why)
+        {
+            Removed.Add(stage.StageId);
+            _inner.Remove(stage, why);
+        }
+    }
+
     private sealed class ThrowingActor(IActorLink link, Func<bool> shouldThrow) : IActor
     {
         public IActorLink Link { get; } = link;

@@ -136,6 +136,63 @@ public sealed class TimerAndGameLoopTests
     }
 
     [Fact]
+    public void TimerCancelledWhileItsTickWaitsInTheMailbox_DoesNotRunItsCallback()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var fired = 0;
+        var id = h.Stages[1].Link.AddRepeatTimer(TimeSpan.FromMilliseconds(10), TimeSpan.FromMilliseconds(10), () => fired++);
+
+        ActBehindABusyTurnThenTick(h, stage => stage.Link.CancelTimer(id), TimeSpan.FromMilliseconds(10));
+
+        Assert.Equal(0, fired);
+        Assert.False(h.Stages[1].Link.HasTimer(id));
+    }
+
+    [Fact]
+    public void GameLoopStoppedWhileItsTickWaitsInTheMailbox_RunsNoStep_AndDropsNone()
+    {
+        using var h = new RuntimeHarness();
+        h.CreateStage(1);
+        var steps = 0;
+        h.Stages[1].Link.StartGameLoop(TimeSpan.FromMilliseconds(10), _ => steps++, catchUpStepsMax: 2);
+
+        // One tick waits (the rest coalesced) for a second of steps, far past the catch-up cap.
+        ActBehindABusyTurnThenTick(h, stage => stage.Link.StopGameLoop(), TimeSpan.FromSeconds(1));
+
+        Assert.Equal(0, steps);
+        Assert.Equal(0, h.Play.Counters.GameLoopStepsDropped);
+        Assert.False(h.Stages[1].Link.IsGameLoopRunning);
+    }
+
+    /// <summary>
+    /// Holds stage 1 in a turn while a message that runs <paramref name="act"/> and then the ticks of
+    /// <paramref name="elapsed"/> queue behind it, in that order; then lets the stage run them.
+    /// </summary>
+    private static void ActBehindABusyTurnThenTick(RuntimeHarness h, Action<ScriptedStage> act, TimeSpan elapsed)
+    {
+        var gate = new TaskCompletionSource();
+        h.Stages[1].OnServer = async (stage, packet) =>
+        {
+            if (packet.MsgId == "Block")
+            {
+                await gate.Task;
+            }
+            else
+            {
+                act(stage);
+            }
+        };
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Block", default);
+        h.Pump();
+        h.Api.SendToStage(RuntimeHarness.PlayNode, 1, "Act", default);
+        h.Pump();
+        h.Advance(elapsed);
+        gate.SetResult();
+        h.Pump();
+    }
+
+    [Fact]
     public void OffStageWork_ReturnsItsValueOnTheStage()
     {
         using var h = new RuntimeHarness();
