@@ -356,13 +356,5 @@ public sealed class ListenerLifecycleTests
         }
     }
 
-    private static TcpTransportOptions Options() => new()
-    {
-        IdleTimeout = TimeSpan.FromDays(1),
-        FrameTimeout = TimeSpan.FromDays(1),
-        SlowReaderTimeout = TimeSpan.FromDays(1),
-        SweepInterval = TimeSpan.FromSeconds(1),
-        WebSocketCloseGrace = TimeSpan.FromSeconds(1),
-        BatchSends = false,
-    };
+    private static TcpTransportOptions Options() => ScriptedSessionOptions.Quiet();
 }

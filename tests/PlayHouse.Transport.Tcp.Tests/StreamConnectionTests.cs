@@ -272,7 +272,13 @@ public sealed class StreamConnectionTests
         return bench.Listener.Sessions.Single(s => !before.Contains(s.SessionId));
     }
 
-    private static TcpTransportOptions Options() => new()
+    private static TcpTransportOptions Options() => ScriptedSessionOptions.Quiet();
+}
+
+/// <summary>Options for scripted sessions: no timeout fires unless a test moves the clock by days; sends start at once.</summary>
+internal static class ScriptedSessionOptions
+{
+    public static TcpTransportOptions Quiet() => new()
     {
         IdleTimeout = TimeSpan.FromDays(1),
         FrameTimeout = TimeSpan.FromDays(1),
