@@ -13,7 +13,7 @@ namespace PlayHouse.Transport.Tcp.Tests;
 /// causes it, so a session served over it moves only when the test moves it.
 /// </summary>
 /// <remarks>Not thread-safe: one test thread drives it, as the listener's session drives the other side.</remarks>
-internal sealed class ScriptedWebSocket : WebSocket
+internal sealed class ScriptedWebSocket : MemoryOnlyWebSocket
 {
     private readonly Queue<(byte[] Bytes, WebSocketMessageType Type)> _incoming = new();
     private readonly List<TaskCompletionSource> _heldSends = [];
@@ -39,11 +39,7 @@ internal sealed class ScriptedWebSocket : WebSocket
 
     public override WebSocketCloseStatus? CloseStatus => CloseOutputSent ? WebSocketCloseStatus.NormalClosure : null;
 
-    public override string? CloseStatusDescription => null;
-
     public override WebSocketState State => _state;
-
-    public override string? SubProtocol => null;
 
     /// <summary>Bytes from the client, handed to the session over as many receives as its buffer needs.</summary>
     public void Feed(byte[] bytes) => Feed(bytes, WebSocketMessageType.Binary);
@@ -130,19 +126,6 @@ internal sealed class ScriptedWebSocket : WebSocket
         var held = _heldSends.ToList();
         _heldSends.Clear();
         held.ForEach(s => s.SetException(new WebSocketException(WebSocketError.ConnectionClosedPrematurely)));
-    }
-
-    public override Task CloseAsync(WebSocketCloseStatus closeStatus, string? statusDescription, CancellationToken cancellationToken) =>
-        CloseOutputAsync(closeStatus, statusDescription, cancellationToken);
-
-    public override Task<WebSocketReceiveResult> ReceiveAsync(ArraySegment<byte> buffer, CancellationToken cancellationToken) =>
-        throw new NotSupportedException("The session receives into memory, not array segments.");
-
-    public override Task SendAsync(ArraySegment<byte> buffer, WebSocketMessageType messageType, bool endOfMessage, CancellationToken cancellationToken) =>
-        SendAsync(buffer.AsMemory(), messageType, endOfMessage, cancellationToken).AsTask();
-
-    public override void Dispose()
-    {
     }
 
     private void DeliverPending()

@@ -296,7 +296,7 @@ internal static class ScriptedSessionOptions
 /// ended the receive. Completions run inside the call that causes them, on the test's thread.
 /// </summary>
 /// <remarks>Not thread-safe: one test thread drives it.</remarks>
-internal sealed class FaultingWebSocket : WebSocket
+internal sealed class FaultingWebSocket : MemoryOnlyWebSocket
 {
     private TaskCompletionSource<ValueWebSocketReceiveResult>? _pendingReceive;
     private TaskCompletionSource? _heldSend;
@@ -318,11 +318,7 @@ internal sealed class FaultingWebSocket : WebSocket
 
     public override WebSocketCloseStatus? CloseStatus => null;
 
-    public override string? CloseStatusDescription => null;
-
     public override WebSocketState State => _state;
-
-    public override string? SubProtocol => null;
 
     public void FailReceive(Exception failure)
     {
@@ -389,18 +385,5 @@ internal sealed class FaultingWebSocket : WebSocket
         {
             throw failure;
         }
-    }
-
-    public override Task CloseAsync(WebSocketCloseStatus closeStatus, string? statusDescription, CancellationToken cancellationToken) =>
-        CloseOutputAsync(closeStatus, statusDescription, cancellationToken);
-
-    public override Task<WebSocketReceiveResult> ReceiveAsync(ArraySegment<byte> buffer, CancellationToken cancellationToken) =>
-        throw new NotSupportedException("The session receives into memory, not array segments.");
-
-    public override Task SendAsync(ArraySegment<byte> buffer, WebSocketMessageType messageType, bool endOfMessage, CancellationToken cancellationToken) =>
-        SendAsync(buffer.AsMemory(), messageType, endOfMessage, cancellationToken).AsTask();
-
-    public override void Dispose()
-    {
     }
 }
