@@ -65,34 +65,9 @@ list() {
 }
 
 # Prints "score killed timeout survived nocoverage compile" for the files of a Stryker json report that a config's
-# mutate globs select ("**/" is any run of folders, "*" any part of a name, a leading "!" excludes).
+# mutate globs select (the json work is in tests/mutation_reports.py).
 summarize() {
-  python3 - "$1" "$2" <<'PY'
-import json, re, sys
-def regex(glob):
-    out, i = "", 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif glob[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        else:
-            out, i = out + re.escape(glob[i]), i + 1
-    return re.compile("(?:^|.*/)" + out + "$")
-globs = json.load(open(sys.argv[2]))["stryker-config"]["mutate"]
-include = [regex(g) for g in globs if not g.startswith("!")]
-exclude = [regex(g[1:]) for g in globs if g.startswith("!")]
-counts = {}
-for path, f in json.load(open(sys.argv[1]))["files"].items():
-    path = path.replace("\\", "/")
-    if not any(r.match(path) for r in include) or any(r.match(path) for r in exclude):
-        continue
-    for m in f["mutants"]:
-        counts[m["status"]] = counts.get(m["status"], 0) + 1
-k, t, s, n, c = (counts.get(x, 0) for x in ("Killed", "Timeout", "Survived", "NoCoverage", "CompileError"))
-tested = k + t + s + n
-print(f"{100.0 * (k + t) / tested:.2f}" if tested else "n/a", k, t, s, n, c)
-PY
+  python3 "$root/tests/mutation_reports.py" summarize "$1" "$2"
 }
 
 # Writes to $1 a config that mutates what every following config mutates and runs the tests any of them runs (with
@@ -100,27 +75,7 @@ PY
 # An exclusion of one config that another config includes by the same glob (a slice that leaves out its neighbour's
 # files) is dropped, so that the neighbour's files stay mutated.
 combine() {
-  python3 - "$@" <<'PY'
-import json, sys
-out, first, *rest = sys.argv[1:]
-config = json.load(open(first))
-settings = config["stryker-config"]
-every = [settings["mutate"]] + [json.load(open(other))["stryker-config"]["mutate"] for other in rest]
-filters = [settings.get("test-case-filter")] + [json.load(open(other))["stryker-config"].get("test-case-filter") for other in rest]
-included = {g for mutate in every for g in mutate if not g.startswith("!")}
-globs = []
-for mutate in every:
-    globs += [g for g in mutate if g not in globs and not (g.startswith("!") and g[1:] in included)]
-settings["mutate"] = globs
-if all(filters):
-    parts = []
-    for f in filters:
-        parts += [p for p in f.split("|") if p not in parts]
-    settings["test-case-filter"] = "|".join(parts)
-else:
-    settings.pop("test-case-filter", None)
-json.dump(config, open(out, "w"), indent=2)
-PY
+  python3 "$root/tests/mutation_reports.py" combine "$@"
 }
 
 # Rewrites the config $1 (in the clone $2) to mutate only the lines of the survivors and uncovered mutants of the
@@ -128,94 +83,13 @@ PY
 # mutate filter takes them. Fails, naming the file, when a file changed since the report (its mutants' places moved).
 # Prints how many mutants of the report the spans cover.
 narrow_to_survivors() {
-  python3 - "$1" "$2" "$3" <<'PY'
-import json, os, re, sys
-config_path, clone, report_path = sys.argv[1:]
-config = json.load(open(config_path))
-settings = config["stryker-config"]
-def regex(glob):
-    out, i = "", 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif glob[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        else:
-            out, i = out + re.escape(glob[i]), i + 1
-    return re.compile("(?:^|.*/)" + out + "$")
-globs = settings["mutate"]
-include = [regex(g) for g in globs if not g.startswith("!")]
-exclude = [regex(g[1:]) for g in globs if g.startswith("!")]
-def relative(path):
-    path = path.replace("\\", "/")
-    for top in ("/src/", "/simulation/", "/fixtures/"):
-        at = path.find(top)
-        if at >= 0:
-            return path[at + 1:]
-    sys.exit(f"error: --rerun: cannot place '{path}' in the repository")
-patterns, count = [], 0
-for path, f in sorted(json.load(open(report_path))["files"].items()):
-    rel = relative(path)
-    if not any(r.match(rel) for r in include) or any(r.match(rel) for r in exclude):
-        continue
-    # Whole lines, from each mutant's first line to its last: Stryker mutates what a span contains.
-    places = sorted({(m["location"]["start"]["line"], m["location"]["end"]["line"]) for m in f["mutants"] if m["status"] in ("Survived", "NoCoverage")})
-    if not places:
-        continue
-    source = open(os.path.join(clone, rel), encoding="utf-8-sig", newline="").read()
-    if source.replace("\r\n", "\n") != f["source"].replace("\r\n", "\n"):
-        sys.exit(f"error: --rerun: {rel} changed since the report; run the whole target")
-    starts = [0]
-    for i, ch in enumerate(source):
-        if ch == "\n":
-            starts.append(i + 1)
-    starts.append(len(source))
-    runs = []
-    for first, last in places:
-        if runs and first <= runs[-1][1] + 1:
-            runs[-1][1] = max(runs[-1][1], last)
-        else:
-            runs.append([first, last])
-    for first, last in runs:
-        patterns.append(f"**/{rel.split('/', 1)[1]}{{{starts[first - 1]}..{starts[last] - 1}}}")
-    count += sum(1 for m in f["mutants"] if m["status"] in ("Survived", "NoCoverage"))
-if not patterns:
-    sys.exit("error: --rerun: the report has no survivor in these targets' files")
-settings["mutate"] = patterns + [g for g in globs if g.startswith("!")]
-json.dump(config, open(config_path, "w"), indent=2)
-print(count)
-PY
+  python3 "$root/tests/mutation_reports.py" narrow "$1" "$2" "$3"
 }
 
 # Writes to $3 the report $1 (an earlier run) with every mutant that the report $2 (a rerun of some of its lines)
 # tested again given its new status, matched by place, mutator and replacement.
 merge_reports() {
-  python3 - "$1" "$2" "$3" <<'PY'
-import json, sys
-earlier = json.load(open(sys.argv[1]))
-rerun = json.load(open(sys.argv[2]))
-def tail(path):
-    path = path.replace("\\", "/")
-    for top in ("/src/", "/simulation/", "/fixtures/"):
-        at = path.find(top)
-        if at >= 0:
-            return path[at + 1:]
-    return path
-def key(rel, m):
-    loc = m["location"]
-    return (rel, loc["start"]["line"], loc["start"]["column"], loc["end"]["line"], loc["end"]["column"], m["mutatorName"], m.get("replacement"))
-fresh = {}
-for path, f in rerun["files"].items():
-    for m in f["mutants"]:
-        if m["status"] not in ("Ignored", "CompileError"):
-            fresh[key(tail(path), m)] = m["status"]
-for path, f in earlier["files"].items():
-    for m in f["mutants"]:
-        status = fresh.get(key(tail(path), m))
-        if status is not None:
-            m["status"] = status
-json.dump(earlier, open(sys.argv[3], "w"))
-PY
+  python3 "$root/tests/mutation_reports.py" merge "$1" "$2" "$3"
 }
 
 # Runs the named targets of one test project in one Stryker run and prints one score line per target.
