@@ -156,13 +156,19 @@ public sealed class Lz4Tests
         var pickle = new byte[Lz4Payloads.MaxCompressedLength(input.Length)];
         var written = Lz4Payloads.Compress(input, pickle);
 
-        var before = GC.GetAllocatedBytesForCurrentThread();
-        for (var i = 0; i < 100; i++)
+        // An allocation per compression shows in every window of 100; a one-off refill of a shared buffer pool that a
+        // collection trimmed (a few KiB, seen once under a heavily loaded test run) shows in one window only.
+        var allocatedBytes = -1L;
+        for (var window = 0; window < 3 && allocatedBytes != 0; window++)
         {
-            written = Lz4Payloads.Compress(input, pickle);
-        }
+            var before = GC.GetAllocatedBytesForCurrentThread();
+            for (var i = 0; i < 100; i++)
+            {
+                written = Lz4Payloads.Compress(input, pickle);
+            }
 
-        var allocatedBytes = GC.GetAllocatedBytesForCurrentThread() - before;
+            allocatedBytes = GC.GetAllocatedBytesForCurrentThread() - before;
+        }
 
         Assert.Equal(0, allocatedBytes);
         Assert.InRange(written, 1, input.Length / 10);
